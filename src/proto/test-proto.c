@@ -1,0 +1,181 @@
+/* test-proto.c — unit tests for the frame and TLV codecs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "proto/proto.h"
+
+static size_t frame(uint8_t *out, uint16_t type, uint32_t stream, const void *p, uint32_t len)
+{
+	struct proto_hdr h = {.type = type, .stream = stream, .len = len};
+	proto_encode_hdr(out, &h);
+	memcpy(out + PROTO_HDR_SIZE, p, len);
+	return PROTO_HDR_SIZE + len;
+}
+
+static void test_hdr_roundtrip(void **state)
+{
+	uint8_t b[PROTO_HDR_SIZE];
+	struct proto_hdr h = {.type = PROTO_STDOUT, .stream = 0xdeadbeef, .len = 77}, d;
+	proto_encode_hdr(b, &h);
+	assert_int_equal(proto_decode_hdr(b, &d), 0);
+	assert_int_equal(d.type, PROTO_STDOUT);
+	assert_int_equal(d.stream, 0xdeadbeef);
+	assert_int_equal(d.len, 77);
+	/* little-endian on the wire whatever the host */
+	assert_int_equal(b[0], PROTO_STDOUT);
+	assert_int_equal(b[4], 0xef);
+}
+
+static void test_hdr_rejects(void **state)
+{
+	uint8_t b[PROTO_HDR_SIZE];
+	struct proto_hdr d;
+	struct proto_hdr h = {.type = PROTO_TYPE_MAX, .len = 1};
+	proto_encode_hdr(b, &h);
+	assert_int_equal(proto_decode_hdr(b, &d), -EBADMSG);
+	h = (struct proto_hdr){.type = PROTO_INVALID};
+	proto_encode_hdr(b, &h);
+	assert_int_equal(proto_decode_hdr(b, &d), -EBADMSG);
+	h = (struct proto_hdr){.type = PROTO_STDIN, .len = PROTO_MAX_PAYLOAD + 1};
+	proto_encode_hdr(b, &h);
+	assert_int_equal(proto_decode_hdr(b, &d), -EMSGSIZE);
+	h = (struct proto_hdr){.type = PROTO_STDIN, .flags = 1};
+	proto_encode_hdr(b, &h);
+	assert_int_equal(proto_decode_hdr(b, &d), -EBADMSG);
+}
+
+static void test_parse_partial(void **state)
+{
+	uint8_t b[64];
+	size_t n = frame(b, PROTO_STDIN, 3, "hello", 5), used = 0;
+	struct proto_frame f;
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(proto_parse(b, i, &f, &used), 0);
+	assert_int_equal(proto_parse(b, n, &f, &used), 1);
+	assert_int_equal(used, n);
+	assert_memory_equal(f.payload, "hello", 5);
+}
+
+static void test_exec_roundtrip(void **state)
+{
+	char *argv[] = {"sh", "-c", "echo hi", NULL};
+	char *envp[] = {"A=1", "PATH=/usr/bin", NULL};
+	struct proto_buf b = {0};
+	proto_encode_exec(&b, argv, envp, "/tmp", "root", true, 24, 80);
+	uint8_t *raw = xmalloc(PROTO_HDR_SIZE + b.len);
+	frame(raw, PROTO_EXEC, 1, b.data, (uint32_t)b.len);
+	struct proto_frame f;
+	size_t used;
+	assert_int_equal(proto_parse(raw, PROTO_HDR_SIZE + b.len, &f, &used), 1);
+	struct proto_exec *e = xmalloc(sizeof(*e));
+	assert_int_equal(proto_decode_exec(&f, e), 0);
+	assert_int_equal(e->argc, 3);
+	assert_string_equal(e->argv[2], "echo hi");
+	assert_null(e->argv[3]);
+	assert_int_equal(e->envc, 2);
+	assert_string_equal(e->cwd, "/tmp");
+	assert_string_equal(e->user, "root");
+	assert_true(e->tty);
+	assert_int_equal(e->rows, 24);
+	assert_int_equal(e->cols, 80);
+	free(e);
+	free(raw);
+	proto_buf_free(&b);
+}
+
+static int decode_tlv(const void *p, uint32_t len)
+{
+	uint8_t raw[512];
+	frame(raw, PROTO_EXEC, 1, p, len);
+	struct proto_frame f = {.hdr = {.type = PROTO_EXEC, .len = len}, .payload = raw + PROTO_HDR_SIZE};
+	struct proto_exec *e = xmalloc(sizeof(*e));
+	int r = proto_decode_exec(&f, e);
+	free(e);
+	return r;
+}
+
+static void test_exec_rejects(void **state)
+{
+	struct proto_buf b = {0};
+	/* no argv */
+	proto_tlv_put_str(&b, PROTO_TAG_CWD, "/");
+	assert_int_equal(decode_tlv(b.data, (uint32_t)b.len), -EBADMSG);
+	proto_buf_free(&b);
+	/* string without its NUL */
+	proto_tlv_put(&b, PROTO_TAG_ARG, "ls", 2);
+	assert_int_equal(decode_tlv(b.data, (uint32_t)b.len), -EBADMSG);
+	proto_buf_free(&b);
+	/* embedded NUL */
+	proto_tlv_put(&b, PROTO_TAG_ARG, "l\0s", 4);
+	assert_int_equal(decode_tlv(b.data, (uint32_t)b.len), -EBADMSG);
+	proto_buf_free(&b);
+	/* relative cwd, unknown user, env without '=' */
+	proto_tlv_put_str(&b, PROTO_TAG_ARG, "ls");
+	proto_tlv_put_str(&b, PROTO_TAG_CWD, "tmp");
+	assert_int_equal(decode_tlv(b.data, (uint32_t)b.len), -EBADMSG);
+	proto_buf_free(&b);
+	proto_tlv_put_str(&b, PROTO_TAG_ARG, "ls");
+	proto_tlv_put_str(&b, PROTO_TAG_USER, "daemon");
+	assert_int_equal(decode_tlv(b.data, (uint32_t)b.len), -EBADMSG);
+	proto_buf_free(&b);
+	proto_tlv_put_str(&b, PROTO_TAG_ARG, "ls");
+	proto_tlv_put_str(&b, PROTO_TAG_ENV, "NOEQUALS");
+	assert_int_equal(decode_tlv(b.data, (uint32_t)b.len), -EBADMSG);
+	proto_buf_free(&b);
+	/* truncated TLV: length runs past the payload */
+	uint8_t bad[8] = {PROTO_TAG_ARG, 0, 0xff, 0, 0, 0, 'x', 0};
+	assert_int_equal(decode_tlv(bad, sizeof(bad)), -EBADMSG);
+	/* unknown tag */
+	uint8_t unk[7] = {0x7f, 0, 1, 0, 0, 0, 0};
+	assert_int_equal(decode_tlv(unk, sizeof(unk)), -EBADMSG);
+}
+
+static void test_error_roundtrip(void **state)
+{
+	struct proto_buf b = {0};
+	proto_encode_error(&b, -ENOENT, "no such command");
+	struct proto_frame f = {.hdr = {.type = PROTO_ERROR, .len = (uint32_t)b.len}, .payload = b.data};
+	int e;
+	const char *m;
+	assert_int_equal(proto_decode_error(&f, &e, &m), 0);
+	assert_int_equal(e, ENOENT);
+	assert_string_equal(m, "no such command");
+	proto_buf_free(&b);
+}
+
+static void test_conn_pipe(void **state)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	struct proto_conn w, r;
+	proto_conn_init(&w, p[1]);
+	proto_conn_init(&r, p[0]);
+	for (int i = 0; i < 100; i++)
+		proto_conn_send(&w, PROTO_STDOUT, 0, (uint32_t)i, "abcdef", (uint32_t)(i % 7));
+	assert_int_equal(proto_conn_flush(&w), 0);
+	proto_conn_free(&w);
+	int got = 0;
+	struct proto_frame f;
+	while (proto_conn_read(&r) > 0)
+		while (proto_conn_next(&r, &f) == 1) {
+			assert_int_equal(f.hdr.stream, (uint32_t)got);
+			assert_int_equal(f.hdr.len, (uint32_t)(got % 7));
+			got++;
+		}
+	assert_int_equal(got, 100);
+	assert_true(r.eof);
+	proto_conn_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hdr_roundtrip),  cmocka_unit_test(test_hdr_rejects),
+		cmocka_unit_test(test_parse_partial),  cmocka_unit_test(test_exec_roundtrip),
+		cmocka_unit_test(test_exec_rejects),   cmocka_unit_test(test_error_roundtrip),
+		cmocka_unit_test(test_conn_pipe),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,63 @@
+/* error.c — the pd_err error object. */
+#include <stdarg.h>
+
+#include "error.h"
+
+static int set(pd_err *err, int errnum, bool with_strerror, const char *fmt, va_list ap)
+{
+	if (errnum < 0)
+		errnum = -errnum;
+	if (errnum == 0)
+		errnum = EIO;
+	if (!err)
+		return -errnum;
+	err->code = errnum;
+	int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	if (with_strerror && n >= 0 && (size_t)n < sizeof(err->msg))
+		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(errnum));
+	return -errnum;
+}
+
+int pd_error(pd_err *err, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = set(err, errnum, true, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int pd_error_msg(pd_err *err, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = set(err, errnum, false, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int pd_err_prefix(pd_err *err, const char *fmt, ...)
+{
+	if (!err)
+		return -EIO;
+	char prefix[512], old[sizeof(err->msg)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	size_t pl = strnlen(prefix, sizeof(prefix) - 1);
+	memcpy(err->msg, prefix, pl);
+	err->msg[pl] = ':';
+	err->msg[pl + 1] = ' ';
+	size_t room = sizeof(err->msg) - pl - 3;
+	size_t ol = strnlen(old, room);
+	memcpy(err->msg + pl + 2, old, ol);
+	err->msg[pl + 2 + ol] = '\0';
+	return -(err->code ? err->code : EIO);
+}
+
+void pd_err_print(const pd_err *err)
+{
+	fprintf(stderr, "paddock: %s\n", err->msg[0] ? err->msg : strerror(err->code));
+}

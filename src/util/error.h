@@ -1,0 +1,24 @@
+/* error.h — an error object that carries errno and a message with context (crun's
+ * libcrun_error_t style).
+ *
+ * A failing function returns a negative errno and, when given a non-NULL pd_err, fills it
+ * with what failed and on what. Callers add context on the way up with pd_err_prefix().
+ * Only the CLI and the supervisor print errors, once, with pd_err_print(). */
+#pragma once
+
+#include "util.h"
+
+typedef struct pd_err {
+	int code;        /* positive errno, 0 when unset */
+	char msg[1024];  /* "what failed: on what: strerror (hint)" */
+} pd_err;
+
+/* Sets *err (if non-NULL) to "fmt...: strerror(errnum)" and returns -errnum.
+ * errnum may be given positive or negative. */
+int pd_error(pd_err *err, int errnum, const char *fmt, ...) _printf_(3, 4);
+/* Like pd_error without the strerror suffix (for validation errors). */
+int pd_error_msg(pd_err *err, int errnum, const char *fmt, ...) _printf_(3, 4);
+/* Prepends "fmt...: " to an existing message; returns -err->code. */
+int pd_err_prefix(pd_err *err, const char *fmt, ...) _printf_(2, 3);
+/* Prints "paddock: <msg>" to stderr. */
+void pd_err_print(const pd_err *err);

@@ -1,0 +1,21 @@
+/* fdio.h — fd and file helpers: full reads/writes with EINTR handling, whole-file reads,
+ * atomic writes, mkdir -p. All fds opened here are O_CLOEXEC. All return 0 or -errno. */
+#pragma once
+
+#include "error.h"
+
+int fd_write_all(int fd, const void *buf, size_t len);
+/* Reads exactly len bytes; -EPIPE on early EOF. */
+int fd_read_exact(int fd, void *buf, size_t len);
+int fd_set_nonblock(int fd, bool on);
+int fd_set_cloexec(int fd, bool on);
+/* Reads a whole (small) file at dirfd/path into a NUL-terminated buffer of at most max bytes;
+ * -EFBIG if larger. */
+int read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+/* Writes buf to dirfd/path atomically: temp file + fsync + rename. */
+int write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+/* Writes a string to an existing file (e.g. /proc or cgroupfs knobs). */
+int write_file_str(const char *path, const char *s);
+int mkdir_p(const char *path, mode_t mode);
+/* Removes a directory tree without following symlinks and without crossing mount points. */
+int rm_rf(const char *path);

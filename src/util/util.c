@@ -1,0 +1,99 @@
+/* util.c — allocation helpers (abort on OOM) and string vectors. */
+#include <stdarg.h>
+
+#include "util.h"
+
+static _noreturn_ void oom(void)
+{
+	static const char msg[] = "paddock: out of memory\n";
+	ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)r;
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xcalloc(size_t n, size_t m)
+{
+	void *p = calloc(n ? n : 1, m ? m : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *r = strdup(s);
+	if (!r)
+		oom();
+	return r;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *r = strndup(s, n);
+	if (!r)
+		oom();
+	return r;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *r;
+	va_start(ap, fmt);
+	int n = vasprintf(&r, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom();
+	return r;
+}
+
+void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+size_t strv_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+char **strv_append(char **v, const char *s)
+{
+	size_t n = strv_len(v);
+	v = xrealloc(v, (n + 2) * sizeof(char *));
+	v[n] = xstrdup(s);
+	v[n + 1] = NULL;
+	return v;
+}
+
+char **strv_copy(char *const *v)
+{
+	size_t n = strv_len(v);
+	char **r = xcalloc(n + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		r[i] = xstrdup(v[i]);
+	return r;
+}
