@@ -1,0 +1,55 @@
+/* runtime.h — what a backend must provide: build a box around paddock-init and hand the
+ * supervisor a control channel to it. A backend only decides *how the box is built*; exec
+ * sessions, the protocol, the network and the policy are shared. */
+#pragma once
+
+#include "util/error.h"
+
+enum box_user {
+	BOX_USER_INVALID = 0,
+	BOX_USER_AGENT, /* uid/gid 1000 "agent", home /home/agent: the default */
+	BOX_USER_ROOT,  /* uid 0 inside the box, no capabilities */
+	BOX_USER_MAX,
+};
+
+struct box_bind {
+	char *host;  /* absolute host path */
+	char *box;   /* absolute path inside the box */
+	bool readonly;
+};
+
+/* Everything a runtime needs to build one box. Owned by the supervisor. */
+struct box_config {
+	char *name;        /* sandbox name (also the box's hostname) */
+	char *state_dir;   /* $PADDOCK_HOME/boxes/NAME: private to this box, mode 0700 */
+	uint64_t memory;   /* bytes, 0 = backend default */
+	uint32_t cpus_milli; /* 1000 = one CPU, 0 = no limit */
+	uint32_t pids;     /* max tasks, 0 = backend default */
+	uint64_t disk;     /* bytes for the box's writable layer, 0 = default */
+	struct box_bind *binds;
+	size_t n_binds;
+	/* Tests force a layer to fail (fail-closed checks): a comma-separated list of layer
+	 * names taken from $PADDOCK_TEST_FAIL_LAYER only when PADDOCK_TESTING=1 is set. */
+	const char *test_fail_layer;
+};
+
+/* A running box as the supervisor sees it. */
+struct box_handle {
+	pid_t pid;         /* host pid of the box's PID 1 (or of qemu/runsc) */
+	int ctl_fd;        /* connected control channel to paddock-init, O_CLOEXEC, HELLO not yet read */
+	int pidfd;         /* pidfd of pid, or -1 */
+	void *priv;        /* backend state (cgroup paths, ...) */
+};
+
+struct runtime_ops {
+	const char *name;
+	/* Builds and starts the box; on success fills *ret. On failure nothing is left behind
+	 * (no process, no cgroup, no mount) and err says which layer failed and why. */
+	int (*start)(const struct box_config *cfg, struct box_handle *ret, pd_err *err);
+	/* Kills the whole box at once (SIGKILL to everything in it). Safe to call twice. */
+	void (*kill)(struct box_handle *h);
+	/* Releases backend resources after the box's PID 1 has been reaped (cgroups, ...). */
+	void (*cleanup)(struct box_handle *h);
+};
+
+extern const struct runtime_ops runtime_ns;
