@@ -1,0 +1,73 @@
+# tests/lib.sh — tiny harness for integration and escape tests (sourced by bash scripts).
+#
+# Each test is a shell function `t_<name>`; run_tests runs every t_* function defined in the
+# calling script in a subshell, prints "ok"/"FAIL" per test, and appends one line per result
+# to $PD_RESULTS (the suite runner counts them). A test fails when any command in it fails
+# (set -e in the subshell) or when an assertion helper fails.
+#
+# Environment:
+#   PADDOCK      path to the paddock binary under test (required)
+#   PD_RESULTS   file collecting "pass NAME" / "fail NAME" lines (optional)
+#   PD_PROBE     path to the static probe payload (tests/probe), for escape tests
+#   PD_BACKEND   backend to run boxes on (default ns)
+#   PD_FILTER    only run tests whose name matches this extended regex
+
+set -u
+PD_BACKEND=${PD_BACKEND:-ns}
+: "${PADDOCK:?set PADDOCK to the paddock binary}"
+_pd_suite=$(basename "${BASH_SOURCE[1]:-$0}" .sh)
+
+fail() { echo "    assertion failed: $*" >&2; return 1; }
+assert_eq() { [ "$1" = "$2" ] || fail "expected '$2', got '$1'${3:+ ($3)}"; }
+assert_ne() { [ "$1" != "$2" ] || fail "did not expect '$2'${3:+ ($3)}"; }
+assert_contains() { case "$1" in *"$2"*) ;; *) fail "'$2' not in output: $(printf %q "$1" | head -c 600)";; esac; }
+assert_not_contains() { case "$1" in *"$2"*) fail "'$2' unexpectedly in output: $(printf %q "$1" | head -c 600)";; esac; }
+# assert_status EXPECTED CMD... : runs CMD, asserts its exit status
+assert_status() {
+	local want=$1; shift
+	local got=0
+	"$@" || got=$?
+	[ "$got" = "$want" ] || fail "exit status $got, expected $want: $*"
+}
+# a fresh PADDOCK_HOME per test so tests never see each other's boxes
+pd_fresh_home() {
+	PADDOCK_HOME=$(mktemp -d /tmp/pdtest.XXXXXX)
+	chmod 0711 "$PADDOCK_HOME"
+	export PADDOCK_HOME
+}
+pd() { "$PADDOCK" "$@"; }
+pd_run() { "$PADDOCK" run --rm --backend "$PD_BACKEND" "$@"; }
+# probe payload inside a box: pd_probe [run options] -- SUBCOMMAND ARGS...
+pd_probe() {
+	local opts=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+	shift
+	"$PADDOCK" run --rm --backend "$PD_BACKEND" -v "$PD_PROBE:/.probe/paddock-probe:ro" "${opts[@]}" -- /.probe/paddock-probe "$@"
+}
+
+run_tests() {
+	local names n rc
+	names=$(declare -F | awk '{print $3}' | grep '^t_' || true)
+	for n in $names; do
+		if [ -n "${PD_FILTER:-}" ] && ! [[ "$n" =~ $PD_FILTER ]]; then continue; fi
+		local start=$SECONDS
+		( set -e; pd_fresh_home; trap 'pd_cleanup_home' EXIT; "$n" ) >"/tmp/pdlog.$$.$n" 2>&1
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			printf 'ok   %s/%s (%ss)\n' "$_pd_suite" "${n#t_}" $((SECONDS - start))
+			[ -n "${PD_RESULTS:-}" ] && echo "pass $_pd_suite/${n#t_}" >>"$PD_RESULTS"
+		else
+			printf 'FAIL %s/%s (exit %s)\n' "$_pd_suite" "${n#t_}" $rc
+			sed 's/^/    | /' "/tmp/pdlog.$$.$n" | tail -n 40
+			[ -n "${PD_RESULTS:-}" ] && echo "fail $_pd_suite/${n#t_}" >>"$PD_RESULTS"
+		fi
+		rm -f "/tmp/pdlog.$$.$n"
+	done
+}
+
+# removes every box of the test's PADDOCK_HOME, then the home itself
+pd_cleanup_home() {
+	[ -n "${PADDOCK_HOME:-}" ] && [ -d "$PADDOCK_HOME" ] || return 0
+	"$PADDOCK" rm -f --all >/dev/null 2>&1 || true
+	rm -rf "$PADDOCK_HOME"
+}
