@@ -1,0 +1,61 @@
+/* cli.h — the verb table's handlers and the helpers they share. Each verb parses its
+ * options, calls the library, prints, and returns the process exit status:
+ * the command's own status for run/exec, EXIT_USAGE for usage errors, EXIT_FAILURE_PD when
+ * paddock itself failed. */
+#pragma once
+
+#include "supervisor/store.h"
+
+#define EXIT_USAGE 2
+#define EXIT_FAILURE_PD 125
+
+struct verb {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_run(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_shell(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+int cmd_system(int argc, char **argv);
+
+/* Prints "paddock VERB: message" and a hint to use --help; returns EXIT_USAGE. */
+int cli_usage(const char *verb, const char *fmt, ...) _printf_(2, 3);
+/* Prints the error once; returns EXIT_FAILURE_PD. */
+int cli_fail(const pd_err *err);
+
+/* Parsers for option values (pure). Return 0 or -EINVAL. */
+int cli_parse_size(const char *s, uint64_t *ret);
+int cli_parse_cpus(const char *s, uint32_t *ret_milli);
+int cli_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *ret);
+/* -e KEY=VALUE, or -e KEY to forward the host's value (skipped when unset). */
+int cli_env_arg(const char *arg, char ***env);
+/* -v HOST:BOX[:ro|:rw] */
+int cli_parse_bind(const char *arg, struct box_bind *ret, pd_err *err);
+
+/* Options shared by run and create; parsed into a spec. Returns 0, or EXIT_USAGE after
+ * printing. *optind_io is advanced past the options. */
+struct box_opts {
+	struct box_spec spec;
+	const char *workspace;  /* none | ro | rw */
+	const char *project;    /* -w DIR */
+	int tty;                /* -t = 1, -T = 0, default -1 (auto) */
+	bool rm;
+	bool help;
+};
+int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts *ret);
+/* Resolves the workspace into binds and the default workdir. */
+int cli_apply_workspace(struct box_opts *o, pd_err *err);
+char *cli_random_name(const char *prefix);
+
+/* Opens the store and the box directory of NAME (which must exist). */
+int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err);

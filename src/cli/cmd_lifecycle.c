@@ -1,0 +1,201 @@
+/* cmd_lifecycle.c — `paddock start`, `paddock stop` and `paddock rm`: the verbs that change
+ * whether a sandbox runs. Each takes the box's `lock` so concurrent calls serialise. */
+#include <getopt.h>
+#include <signal.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "supervisor/supervisor.h"
+#include "util/fdio.h"
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until no supervisor holds the box (its supervisor.lock is free). */
+static bool wait_supervisor_gone(const char *dir, int timeout_ms)
+{
+	int64_t end = now_ms() + timeout_ms;
+	do {
+		int fd = store_lock(dir, "supervisor.lock", false);
+		if (fd >= 0) {
+			close(fd);
+			return true;
+		}
+		usleep(5000);
+	} while (now_ms() < end);
+	return false;
+}
+
+/* Asks the supervisor to stop the box and waits for it to exit. Falls back to SIGKILL of
+ * the supervisor, which takes the box down with it (init dies when its channel closes). */
+static int stop_box(const char *dir, uint32_t timeout_ms, pd_err *err)
+{
+	struct box_state st;
+	if (store_status(dir, &st) != BOX_STATUS_RUNNING)
+		return 0;
+	int fd = sup_connect(dir, err);
+	if (fd >= 0) {
+		uint8_t t[4];
+		proto_put_u32(t, timeout_ms);
+		if (proto_send(fd, PROTO_STOP, 0, 0, t, 4) == 0) {
+			uint8_t buf[PROTO_HDR_SIZE + 64];
+			ssize_t n;
+			/* the answer is an ACK or EOF; both mean the box is going away */
+			while ((n = read(fd, buf, sizeof(buf))) > 0)
+				;
+		}
+		close(fd);
+	}
+	if (wait_supervisor_gone(dir, (int)timeout_ms + 5000))
+		return 0;
+	if (st.supervisor_pid > 1)
+		kill(st.supervisor_pid, SIGKILL);
+	if (wait_supervisor_gone(dir, 5000))
+		return 0;
+	return pd_error_msg(err, ETIMEDOUT, "the sandbox's supervisor (pid %d) did not exit", (int)st.supervisor_pid);
+}
+
+static int parse_names(const char *verb, int argc, char **argv, const struct option *opts, const char *help,
+		       int (*each)(const char *name, void *ctx), void *ctx, int (*onopt)(int c, void *ctx))
+{
+	int c, fails = 0;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+fat:", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(help, stdout);
+			return 0;
+		}
+		if (c == '?' || onopt(c, ctx) < 0)
+			return cli_usage(verb, "bad option '%s'", argv[optind - 1]);
+	}
+	if (optind >= argc)
+		return -1; /* caller decides whether no names is fine */
+	for (int i = optind; i < argc; i++)
+		if (each(argv[i], ctx) != 0)
+			fails++;
+	return fails ? EXIT_FAILURE_PD : 0;
+}
+
+struct life_ctx {
+	uint32_t timeout_ms;
+	bool force, all;
+};
+
+static int life_opt(int c, void *vctx)
+{
+	struct life_ctx *x = vctx;
+	if (c == 'f')
+		x->force = true;
+	else if (c == 'a')
+		x->all = true;
+	else if (c == 't') {
+		uint32_t s;
+		if (cli_parse_u32(optarg, 0, 600, &s) < 0)
+			return -1;
+		x->timeout_ms = s * 1000;
+	} else
+		return -1;
+	return 0;
+}
+
+static int start_one(const char *name, void *vctx)
+{
+	pd_err err = {0};
+	_cleanup_free_ char *dir = NULL;
+	int r = cli_box_dir(name, NULL, &dir, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	_cleanup_close_ int lock = store_lock(dir, "lock", true);
+	if (store_status(dir, NULL) == BOX_STATUS_RUNNING)
+		return 0;
+	r = supervisor_spawn(dir, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
+static const struct option start_opts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+
+int cmd_start(int argc, char **argv)
+{
+	struct life_ctx x = {0};
+	int r = parse_names("start", argc, argv, start_opts,
+			    "Usage: paddock start NAME...\n\nStart stopped sandboxes.\n", start_one, &x, life_opt);
+	return r < 0 ? cli_usage("start", "which sandbox?") : r;
+}
+
+static int stop_one(const char *name, void *vctx)
+{
+	struct life_ctx *x = vctx;
+	pd_err err = {0};
+	_cleanup_free_ char *dir = NULL;
+	int r = cli_box_dir(name, NULL, &dir, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	_cleanup_close_ int lock = store_lock(dir, "lock", true);
+	r = stop_box(dir, x->timeout_ms, &err);
+	return r < 0 ? cli_fail(&err) : 0;
+}
+
+static const struct option stop_opts[] = {
+	{"time", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {0}};
+
+int cmd_stop(int argc, char **argv)
+{
+	struct life_ctx x = {.timeout_ms = 5000};
+	int r = parse_names("stop", argc, argv, stop_opts,
+			    "Usage: paddock stop [-t SECONDS] NAME...\n\nStop sandboxes: their processes get SIGTERM, "
+			    "then SIGKILL after SECONDS (default 5).\n", stop_one, &x, life_opt);
+	return r < 0 ? cli_usage("stop", "which sandbox?") : r;
+}
+
+static int rm_one(const char *name, void *vctx)
+{
+	struct life_ctx *x = vctx;
+	pd_err err = {0};
+	_cleanup_free_ char *dir = NULL;
+	int r = cli_box_dir(name, NULL, &dir, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	_cleanup_close_ int lock = store_lock(dir, "lock", true);
+	if (store_status(dir, NULL) == BOX_STATUS_RUNNING) {
+		if (!x->force) {
+			pd_error_msg(&err, EBUSY, "sandbox '%s' is running; stop it first or use rm -f", name);
+			return cli_fail(&err);
+		}
+		if ((r = stop_box(dir, 0, &err)) < 0)
+			return cli_fail(&err);
+	}
+	r = store_remove(dir, &err);
+	return r < 0 ? cli_fail(&err) : 0;
+}
+
+static const struct option rm_opts[] = {
+	{"force", no_argument, NULL, 'f'}, {"all", no_argument, NULL, 'a'},
+	{"help", no_argument, NULL, 'h'}, {0}};
+
+int cmd_rm(int argc, char **argv)
+{
+	struct life_ctx x = {0};
+	int r = parse_names("rm", argc, argv, rm_opts,
+			    "Usage: paddock rm [-f] NAME... | paddock rm [-f] --all\n\nRemove sandboxes and "
+			    "everything they hold. -f stops running ones first.\n", rm_one, &x, life_opt);
+	if (r >= 0)
+		return r;
+	if (!x.all)
+		return cli_usage("rm", "which sandbox? (or --all)");
+	pd_err err = {0};
+	_cleanup_free_ char *home = NULL;
+	_cleanup_strv_ char **names = NULL;
+	if (store_home(&home, &err) < 0 || store_list(home, &names, &err) < 0)
+		return cli_fail(&err);
+	int fails = 0;
+	for (size_t i = 0; names[i]; i++)
+		fails += rm_one(names[i], &x) != 0;
+	return fails ? EXIT_FAILURE_PD : 0;
+}

@@ -1,0 +1,88 @@
+/* cmd_ls.c — `paddock ls [--json]`. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <time.h>
+
+#include "cli/cli.h"
+
+static void age(int64_t t, char *buf, size_t n)
+{
+	int64_t d = time(NULL) - t;
+	if (t <= 0)
+		snprintf(buf, n, "-");
+	else if (d < 60)
+		snprintf(buf, n, "%llds ago", (long long)d);
+	else if (d < 3600)
+		snprintf(buf, n, "%lldm ago", (long long)(d / 60));
+	else if (d < 86400)
+		snprintf(buf, n, "%lldh ago", (long long)(d / 3600));
+	else
+		snprintf(buf, n, "%lldd ago", (long long)(d / 86400));
+}
+
+static void add_json(cJSON *arr, const struct box_spec *s, enum box_status st, const struct box_state *state)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", s->name);
+	cJSON_AddStringToObject(o, "status", box_status_name(st));
+	cJSON_AddStringToObject(o, "backend", s->backend);
+	cJSON_AddStringToObject(o, "user", s->user);
+	cJSON_AddNumberToObject(o, "created", (double)s->created);
+	if (st == BOX_STATUS_RUNNING)
+		cJSON_AddNumberToObject(o, "supervisor_pid", state->supervisor_pid);
+	if (state->last_exit >= 0)
+		cJSON_AddNumberToObject(o, "last_exit", state->last_exit);
+	cJSON_AddItemToArray(arr, o);
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	bool json = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'h') {
+			printf("Usage: paddock ls [--json]\n\nList sandboxes: running, stopped, or dead (their "
+			       "supervisor vanished; 'paddock rm' cleans them).\n");
+			return 0;
+		}
+		if (c != 'j')
+			return cli_usage("ls", "unknown option '%s'", argv[optind - 1]);
+		json = true;
+	}
+	if (optind < argc)
+		return cli_usage("ls", "unexpected argument '%s'", argv[optind]);
+	pd_err err = {0};
+	_cleanup_free_ char *home = NULL;
+	_cleanup_strv_ char **names = NULL;
+	if (store_home(&home, &err) < 0 || store_list(home, &names, &err) < 0)
+		return cli_fail(&err);
+	cJSON *arr = cJSON_CreateArray();
+	if (!json)
+		printf("%-28s %-8s %-7s %s\n", "NAME", "STATUS", "BACKEND", "CREATED");
+	for (size_t i = 0; names[i]; i++) {
+		_cleanup_free_ char *dir = store_box_dir(home, names[i]);
+		struct box_spec s = {0};
+		struct box_state state;
+		if (store_load_spec(dir, &s, NULL) < 0)
+			continue; /* being created or removed right now */
+		enum box_status st = store_status(dir, &state);
+		char a[32];
+		age(s.created, a, sizeof(a));
+		if (json)
+			add_json(arr, &s, st, &state);
+		else
+			printf("%-28s %-8s %-7s %s\n", s.name, box_status_name(st), s.backend, a);
+		box_spec_free(&s);
+	}
+	if (json) {
+		char *out = cJSON_Print(arr);
+		printf("%s\n", out);
+		free(out);
+	}
+	cJSON_Delete(arr);
+	return 0;
+}

@@ -1,0 +1,46 @@
+/* main.c — paddock's verb table: each verb is one handler in one file (cmd_<verb>.c). */
+#include "cli/cli.h"
+#include "util/log.h"
+
+static const struct verb verbs[] = {
+	{"run", cmd_run, "run a command in a new sandbox"},
+	{"create", cmd_create, "create and start a persistent sandbox"},
+	{"start", cmd_start, "start a stopped sandbox"},
+	{"stop", cmd_stop, "stop a running sandbox"},
+	{"rm", cmd_rm, "remove sandboxes"},
+	{"ls", cmd_ls, "list sandboxes"},
+	{"exec", cmd_exec, "run a command in a running sandbox"},
+	{"shell", cmd_shell, "open a shell in a running sandbox"},
+	{"logs", cmd_logs, "show a sandbox's log"},
+	{"doctor", cmd_doctor, "report what this host supports"},
+	{"system", cmd_system, "host setup (root): delegate cgroups to a user"},
+	{"version", cmd_version, "print the version"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: paddock VERB [OPTIONS] [ARGS]\n\n"
+		   "Disposable, isolated sandboxes for AI coding agents and untrusted commands.\n\nVerbs:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
+		fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+	fprintf(f, "\n'paddock VERB --help' describes a verb.\n");
+}
+
+int main(int argc, char **argv)
+{
+	pd_log_init();
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (streq(argv[1], "--version"))
+		return cmd_version(1, argv);
+	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
+		if (streq(argv[1], verbs[i].name))
+			return verbs[i].fn(argc - 1, argv + 1);
+	return cli_usage(NULL, "unknown verb '%s'", argv[1]);
+}

@@ -1,0 +1,153 @@
+/* opts.c — the options `run` and `create` share, parsed into a box spec. */
+#include <getopt.h>
+#include <limits.h>
+#include <time.h>
+
+#include "cli/cli.h"
+
+enum {
+	OPT_RM = 0x100, OPT_BACKEND, OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_USER,
+	OPT_WORKSPACE, OPT_HELP,
+};
+
+static const struct option box_options[] = {
+	{"name", required_argument, NULL, 'n'},
+	{"rm", no_argument, NULL, OPT_RM},
+	{"backend", required_argument, NULL, OPT_BACKEND},
+	{"env", required_argument, NULL, 'e'},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"cpus", required_argument, NULL, OPT_CPUS},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"disk", required_argument, NULL, OPT_DISK},
+	{"user", required_argument, NULL, OPT_USER},
+	{"volume", required_argument, NULL, 'v'},
+	{"workdir", required_argument, NULL, 'w'},
+	{"workspace", required_argument, NULL, OPT_WORKSPACE},
+	{"tty", no_argument, NULL, 't'},
+	{"no-tty", no_argument, NULL, 'T'},
+	{"help", no_argument, NULL, OPT_HELP},
+	{0},
+};
+
+static int set_limit(const char *verb, int opt, const char *arg, struct box_spec *s)
+{
+	int r = 0;
+	switch (opt) {
+	case OPT_MEMORY:
+		r = cli_parse_size(arg, &s->memory);
+		if (r == 0 && s->memory < (16u << 20))
+			r = -EINVAL;
+		return r < 0 ? cli_usage(verb, "--memory wants a size of at least 16M (e.g. 512M, 2G), got '%s'", arg) : 0;
+	case OPT_DISK:
+		r = cli_parse_size(arg, &s->disk);
+		if (r == 0 && s->disk < (1u << 20))
+			r = -EINVAL;
+		return r < 0 ? cli_usage(verb, "--disk wants a size of at least 1M, got '%s'", arg) : 0;
+	case OPT_CPUS:
+		r = cli_parse_cpus(arg, &s->cpus_milli);
+		return r < 0 ? cli_usage(verb, "--cpus wants a positive number (e.g. 1.5), got '%s'", arg) : 0;
+	case OPT_PIDS:
+		r = cli_parse_u32(arg, 8, 4194304, &s->pids);
+		return r < 0 ? cli_usage(verb, "--pids wants a number from 8 to 4194304, got '%s'", arg) : 0;
+	}
+	return 0;
+}
+
+static int one_option(const char *verb, int c, struct box_opts *o)
+{
+	struct box_spec *s = &o->spec;
+	pd_err err = {0};
+	switch (c) {
+	case 'n':
+		if (!box_name_valid(optarg))
+			return cli_usage(verb, "invalid name '%s' (letters, digits, '-', '_', '.'; up to %d)", optarg, BOX_NAME_MAX);
+		free(s->name);
+		s->name = xstrdup(optarg);
+		return 0;
+	case OPT_RM: o->rm = true; return 0;
+	case OPT_BACKEND:
+		if (!streq(optarg, "ns") && !streq(optarg, "auto"))
+			return cli_usage(verb, "--backend must be ns or auto (vm and gvisor are not built yet), got '%s'", optarg);
+		free(s->backend);
+		s->backend = xstrdup("ns");
+		return 0;
+	case 'e':
+		return cli_env_arg(optarg, &s->env) < 0 ? cli_usage(verb, "-e wants KEY=VALUE or KEY, got '%s'", optarg) : 0;
+	case OPT_USER:
+		if (!streq(optarg, "agent") && !streq(optarg, "root"))
+			return cli_usage(verb, "--user must be agent or root, got '%s'", optarg);
+		free(s->user);
+		s->user = xstrdup(optarg);
+		return 0;
+	case 'v':
+		if (s->n_binds >= 64)
+			return cli_usage(verb, "too many -v options (at most 64)");
+		s->binds = xrealloc(s->binds, (s->n_binds + 1) * sizeof(*s->binds));
+		if (cli_parse_bind(optarg, &s->binds[s->n_binds], &err) < 0)
+			return cli_usage(verb, "%s", err.msg);
+		s->n_binds++;
+		return 0;
+	case 'w': o->project = optarg; return 0;
+	case OPT_WORKSPACE:
+		if (!streq(optarg, "none") && !streq(optarg, "ro") && !streq(optarg, "rw"))
+			return cli_usage(verb, "--workspace must be none, ro or rw, got '%s'", optarg);
+		o->workspace = optarg;
+		return 0;
+	case 't': o->tty = 1; return 0;
+	case 'T': o->tty = 0; return 0;
+	case OPT_HELP: o->help = true; return 0;
+	case OPT_MEMORY: case OPT_DISK: case OPT_CPUS: case OPT_PIDS:
+		return set_limit(verb, c, optarg, s);
+	default:
+		return cli_usage(verb, "unknown option");
+	}
+}
+
+int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts *o)
+{
+	*o = (struct box_opts){.tty = -1, .workspace = "none"};
+	o->spec.backend = xstrdup("ns");
+	o->spec.user = xstrdup("agent");
+	o->spec.created = time(NULL);
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+n:e:v:w:tT", box_options, NULL)) != -1) {
+		if (c == '?')
+			return cli_usage(verb, "unknown option or missing value: '%s'", argv[optind - 1]);
+		int r = one_option(verb, c, o);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void add_bind(struct box_spec *s, const char *host, const char *box, bool ro)
+{
+	s->binds = xrealloc(s->binds, (s->n_binds + 1) * sizeof(*s->binds));
+	s->binds[s->n_binds++] = (struct box_bind){xstrdup(host), xstrdup(box), ro};
+}
+
+int cli_apply_workspace(struct box_opts *o, pd_err *err)
+{
+	if (streq(o->workspace, "none")) {
+		if (o->project) {
+			if (o->project[0] != '/')
+				return pd_error_msg(err, EINVAL, "-w with --workspace none is the directory inside the box and must be absolute");
+			o->spec.workdir = xstrdup(o->project);
+		}
+		return 0;
+	}
+	char real[PATH_MAX];
+	const char *dir = o->project ? o->project : ".";
+	if (!realpath(dir, real))
+		return pd_error(err, errno, "cannot use '%s' as the project directory", dir);
+	if (streq(real, "/"))
+		return pd_error_msg(err, EINVAL, "refusing to use / as the project directory");
+	bool ro = streq(o->workspace, "ro");
+	/* the project appears at its host path (so paths in messages line up) and at /workspace */
+	add_bind(&o->spec, real, real, ro);
+	add_bind(&o->spec, real, "/workspace", ro);
+	o->spec.workdir = xstrdup(real);
+	return 0;
+}

@@ -1,0 +1,222 @@
+/* session.c — client end of an exec session. */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include "cli/session.h"
+#include "util/fdio.h"
+
+static int sig_pipe[2] = {-1, -1};
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char c = (unsigned char)sig;
+	ssize_t r = write(sig_pipe[1], &c, 1);
+	(void)r;
+	errno = saved;
+}
+
+static void restore_tty(void)
+{
+	if (tio_saved) {
+		tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_tio);
+		tio_saved = false;
+	}
+}
+
+static int enter_raw_mode(void)
+{
+	struct termios t;
+	if (tcgetattr(STDIN_FILENO, &saved_tio) < 0)
+		return -errno;
+	tio_saved = true;
+	atexit(restore_tty);
+	t = saved_tio;
+	cfmakeraw(&t);
+	/* keep output post-processing so our own messages after exit still look right */
+	t.c_oflag |= OPOST;
+	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &t) < 0)
+		return -errno;
+	return 0;
+}
+
+static int install_signals(bool tty)
+{
+	if (sig_pipe[0] < 0 && pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	int sigs[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		if ((tty || sigs[i] != SIGWINCH) && sigaction(sigs[i], &sa, NULL) < 0)
+			return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+
+static int send_exec(int fd, uint32_t stream, const struct session_req *req, bool tty)
+{
+	struct winsize ws = {.ws_row = 24, .ws_col = 80};
+	if (tty)
+		ioctl(STDIN_FILENO, TIOCGWINSZ, &ws);
+	struct proto_buf b = {0};
+	proto_encode_exec(&b, req->argv, req->env, req->cwd, req->user, tty, ws.ws_row, ws.ws_col);
+	int r = b.len > PROTO_MAX_PAYLOAD ? -E2BIG : proto_send(fd, PROTO_EXEC, 0, stream, b.data, (uint32_t)b.len);
+	proto_buf_free(&b);
+	return r;
+}
+
+struct pump {
+	int fd;
+	struct proto_conn conn; /* non-blocking both ways: we never block sending while the box
+				 * waits for us to read (that would deadlock a `cat`) */
+	uint32_t stream;
+	bool tty, stdin_open, done;
+	int status;
+	pd_err *err;
+	int r;
+};
+
+static void pump_send(struct pump *p, uint16_t type, const void *payload, uint32_t len)
+{
+	proto_conn_send(&p->conn, type, 0, p->stream, payload, len);
+	int r = proto_conn_flush(&p->conn);
+	if (r < 0 && r != -EAGAIN)
+		p->stdin_open = false;
+}
+
+static void on_frame(struct pump *p, const struct proto_frame *f)
+{
+	int e;
+	const char *msg;
+	if (f->hdr.stream != p->stream) {
+		p->r = pd_error_msg(p->err, EPROTO, "unexpected frame for stream %u", f->hdr.stream);
+		return;
+	}
+	switch (f->hdr.type) {
+	case PROTO_STDOUT:
+	case PROTO_STDERR:
+		/* a reader that went away (EPIPE) is not our failure: keep draining for the status */
+		(void)fd_write_all(f->hdr.type == PROTO_STDOUT ? STDOUT_FILENO : STDERR_FILENO, f->payload, f->hdr.len);
+		break;
+	case PROTO_EXIT:
+		if (f->hdr.len != 4) {
+			p->r = pd_error_msg(p->err, EPROTO, "malformed exit status");
+			return;
+		}
+		p->status = (int)proto_get_u32(f->payload);
+		p->done = true;
+		break;
+	case PROTO_ERROR:
+		if (proto_decode_error(f, &e, &msg) < 0)
+			p->r = pd_error_msg(p->err, EPROTO, "malformed error from the sandbox");
+		else
+			p->r = pd_error_msg(p->err, e ? e : EIO, "%s", msg);
+		break;
+	case PROTO_STARTED:
+	case PROTO_EOF:
+		break;
+	default:
+		p->r = pd_error_msg(p->err, EPROTO, "unexpected %s frame", proto_type_name(f->hdr.type));
+	}
+}
+
+static void on_stdin(struct pump *p)
+{
+	uint8_t buf[65536];
+	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		p->stdin_open = false;
+		uint8_t zero = 0;
+		if (!p->tty)
+			pump_send(p, PROTO_EOF, &zero, 1);
+		return;
+	}
+	pump_send(p, PROTO_STDIN, buf, (uint32_t)n);
+}
+
+static void on_sig(struct pump *p)
+{
+	unsigned char c;
+	while (read(sig_pipe[0], &c, 1) == 1) {
+		uint8_t s[4];
+		struct winsize ws;
+		if (c == SIGWINCH) {
+			if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
+				continue;
+			proto_put_u16(s, ws.ws_row);
+			proto_put_u16(s + 2, ws.ws_col);
+			pump_send(p, PROTO_RESIZE, s, 4);
+			continue;
+		}
+		proto_put_u32(s, c);
+		pump_send(p, PROTO_SIGNAL, s, 4);
+	}
+}
+
+static int pump_loop(struct pump *p)
+{
+	struct proto_conn *conn = &p->conn;
+	struct proto_frame f;
+	while (!p->done && p->r == 0) {
+		bool backlog = proto_conn_pending(conn) > (1u << 20);
+		struct pollfd pf[3] = {
+			{.fd = p->fd, .events = POLLIN | (proto_conn_pending(conn) ? POLLOUT : 0)},
+			{.fd = sig_pipe[0], .events = POLLIN},
+			{.fd = p->stdin_open && !backlog ? STDIN_FILENO : -1, .events = POLLIN},
+		};
+		if (poll(pf, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return pd_error(p->err, errno, "poll");
+		}
+		if (pf[1].revents)
+			on_sig(p);
+		if (pf[2].revents)
+			on_stdin(p);
+		if (pf[0].revents & POLLOUT)
+			proto_conn_flush(conn);
+		if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		int r = proto_conn_read(conn);
+		while (p->r == 0 && !p->done && proto_conn_next(conn, &f) == 1)
+			on_frame(p, &f);
+		if (p->r == 0 && !p->done && (conn->eof || (r < 0 && r != -EAGAIN)))
+			p->r = pd_error_msg(p->err, EPIPE, "the sandbox went away before the command finished");
+	}
+	return p->r;
+}
+
+int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret_status, pd_err *err)
+{
+	bool tty = req->tty == 1 || (req->tty < 0 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
+	int r = install_signals(tty);
+	if (r < 0)
+		return pd_error(err, r, "cannot install signal handlers");
+	if (tty && (r = enter_raw_mode()) < 0)
+		return pd_error(err, r, "cannot put the terminal in raw mode");
+	r = send_exec(fd, stream, req, tty);
+	if (r < 0) {
+		restore_tty();
+		return pd_error(err, r, "cannot send the command to the sandbox");
+	}
+	struct pump p = {.fd = fd, .stream = stream, .tty = tty, .stdin_open = true, .err = err};
+	proto_conn_init(&p.conn, fd);
+	fd_set_nonblock(fd, true);
+	r = pump_loop(&p);
+	p.conn.fd = -1; /* the caller owns fd */
+	proto_conn_free(&p.conn);
+	restore_tty();
+	if (r < 0)
+		return r;
+	*ret_status = p.status;
+	return 0;
+}

@@ -1,0 +1,19 @@
+/* session.h — the client end of one exec session: relays the terminal or stdin/stdout/stderr
+ * to a peer that speaks the control protocol (a supervisor, or paddock-init directly for
+ * `run --rm`), forwards window size changes and signals, and returns the command's status. */
+#pragma once
+
+#include "proto/proto.h"
+#include "util/error.h"
+
+struct session_req {
+	char **argv;
+	char **env;        /* KEY=VALUE */
+	const char *cwd;   /* NULL = box default */
+	const char *user;  /* NULL = box default */
+	int tty;           /* 1 = allocate a tty, 0 = pipes, -1 = tty iff stdin is a terminal */
+};
+
+/* Runs the session on fd (handshake done). Returns 0 with *ret_status (the command's exit
+ * status, 128+N for signal N), or -errno with err filled (then the caller exits 125). */
+int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret_status, pd_err *err);

@@ -1,0 +1,101 @@
+/* test-cli.c — unit tests for the CLI's option value parsers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cli/cli.h"
+
+static void test_size(void **state)
+{
+	uint64_t v;
+	assert_int_equal(cli_parse_size("512M", &v), 0);
+	assert_int_equal(v, 512ull << 20);
+	assert_int_equal(cli_parse_size("2G", &v), 0);
+	assert_int_equal(v, 2ull << 30);
+	assert_int_equal(cli_parse_size("2GiB", &v), 0);
+	assert_int_equal(v, 2ull << 30);
+	assert_int_equal(cli_parse_size("4096", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(cli_parse_size("-1", &v), -EINVAL);
+	assert_int_equal(cli_parse_size("", &v), -EINVAL);
+	assert_int_equal(cli_parse_size("1X", &v), -EINVAL);
+	assert_int_equal(cli_parse_size("99999999999999T", &v), -EINVAL);
+	assert_int_equal(cli_parse_size("5Mx", &v), -EINVAL);
+}
+
+static void test_cpus(void **state)
+{
+	uint32_t m;
+	assert_int_equal(cli_parse_cpus("1.5", &m), 0);
+	assert_int_equal(m, 1500);
+	assert_int_equal(cli_parse_cpus("0", &m), -EINVAL);
+	assert_int_equal(cli_parse_cpus("-2", &m), -EINVAL);
+	assert_int_equal(cli_parse_cpus("nan", &m), -EINVAL);
+	assert_int_equal(cli_parse_cpus("2x", &m), -EINVAL);
+}
+
+static void test_env(void **state)
+{
+	char **env = NULL;
+	assert_int_equal(cli_env_arg("A=1", &env), 0);
+	setenv("PD_TEST_FWD", "host value", 1);
+	assert_int_equal(cli_env_arg("PD_TEST_FWD", &env), 0);
+	unsetenv("PD_TEST_UNSET");
+	assert_int_equal(cli_env_arg("PD_TEST_UNSET", &env), 0);
+	assert_int_equal(cli_env_arg("=x", &env), -EINVAL);
+	assert_int_equal(cli_env_arg("1A=x", &env), -EINVAL);
+	assert_int_equal(cli_env_arg("A-B=x", &env), -EINVAL);
+	assert_int_equal(strv_len(env), 2);
+	assert_string_equal(env[0], "A=1");
+	assert_string_equal(env[1], "PD_TEST_FWD=host value");
+	strv_free(env);
+}
+
+static void test_bind(void **state)
+{
+	struct box_bind b;
+	pd_err err = {0};
+	assert_int_equal(cli_parse_bind("/tmp:/data:ro", &b, &err), 0);
+	assert_string_equal(b.host, "/tmp");
+	assert_string_equal(b.box, "/data");
+	assert_true(b.readonly);
+	free(b.host);
+	free(b.box);
+	assert_int_equal(cli_parse_bind("/tmp:/data", &b, &err), 0);
+	assert_false(b.readonly);
+	free(b.host);
+	free(b.box);
+	assert_int_equal(cli_parse_bind("/tmp:/proc/x", &b, &err), -EINVAL);
+	assert_int_equal(cli_parse_bind("/tmp:/dev", &b, &err), -EINVAL);
+	assert_int_equal(cli_parse_bind("/tmp:/", &b, &err), -EINVAL);
+	assert_int_equal(cli_parse_bind("/tmp:relative", &b, &err), -EINVAL);
+	assert_int_equal(cli_parse_bind("/tmp:/a/../etc", &b, &err), -EINVAL);
+	assert_int_equal(cli_parse_bind("/tmp:/x:rx", &b, &err), -EINVAL);
+	assert_int_equal(cli_parse_bind("/nonexistent-pd:/x", &b, &err), -ENOENT);
+	assert_int_equal(cli_parse_bind("/tmp", &b, &err), -EINVAL);
+}
+
+static void test_names(void **state)
+{
+	assert_true(box_name_valid("claude-my-project"));
+	assert_true(box_name_valid("a"));
+	assert_false(box_name_valid(""));
+	assert_false(box_name_valid("-x"));
+	assert_false(box_name_valid("../x"));
+	assert_false(box_name_valid("a/b"));
+	assert_false(box_name_valid(".hidden"));
+	char big[80];
+	memset(big, 'a', sizeof(big) - 1);
+	big[79] = 0;
+	assert_false(box_name_valid(big));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_size), cmocka_unit_test(test_cpus), cmocka_unit_test(test_env),
+		cmocka_unit_test(test_bind), cmocka_unit_test(test_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,165 @@
+/* util.c — option value parsers and small helpers shared by the verbs. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+
+int cli_usage(const char *verb, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "paddock%s%s: ", verb ? " " : "", verb ? verb : "");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nTry 'paddock %s%s--help'.\n", verb ? verb : "", verb ? " " : "");
+	va_end(ap);
+	return EXIT_USAGE;
+}
+
+int cli_fail(const pd_err *err)
+{
+	pd_err_print(err);
+	return EXIT_FAILURE_PD;
+}
+
+int cli_parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' && shift)
+		end++;
+	if ((*end == 'b' || *end == 'B') && shift)
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*ret = (uint64_t)v << shift;
+	return 0;
+}
+
+int cli_parse_cpus(const char *s, uint32_t *ret_milli)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 1024)
+		return -EINVAL;
+	*ret_milli = (uint32_t)(v * 1000 + 0.5);
+	return *ret_milli ? 0 : -EINVAL;
+}
+
+int cli_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *ret)
+{
+	char *end;
+	errno = 0;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int cli_env_arg(const char *arg, char ***env)
+{
+	const char *eq = strchr(arg, '=');
+	size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
+	if (klen == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < klen; i++) {
+		char c = arg[i];
+		if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (i > 0 && c >= '0' && c <= '9')))
+			return -EINVAL;
+	}
+	if (eq) {
+		*env = strv_append(*env, arg);
+		return 0;
+	}
+	const char *v = getenv(arg);
+	if (v) {
+		_cleanup_free_ char *kv = xasprintf("%s=%s", arg, v);
+		*env = strv_append(*env, kv);
+	}
+	return 0;
+}
+
+static bool box_path_ok(const char *p)
+{
+	if (p[0] != '/' || strlen(p) >= PATH_MAX || strstr(p, "/../") || strstr(p, "/./") ||
+	    (strlen(p) >= 3 && streq(p + strlen(p) - 3, "/..")))
+		return false;
+	static const char *const reserved[] = {"/proc", "/sys", "/dev", "/.probe-reserved"};
+	for (size_t i = 0; i < ARRAY_SIZE(reserved); i++) {
+		size_t n = strlen(reserved[i]);
+		if (strncmp(p, reserved[i], n) == 0 && (p[n] == '\0' || p[n] == '/'))
+			return false;
+	}
+	return !streq(p, "/");
+}
+
+int cli_parse_bind(const char *arg, struct box_bind *ret, pd_err *err)
+{
+	_cleanup_free_ char *copy = xstrdup(arg);
+	char *box = strchr(copy, ':');
+	if (!box)
+		return pd_error_msg(err, EINVAL, "-v wants HOST:BOX[:ro|:rw], got '%s'", arg);
+	*box++ = '\0';
+	bool ro = false;
+	char *mode = strchr(box, ':');
+	if (mode) {
+		*mode++ = '\0';
+		if (streq(mode, "ro"))
+			ro = true;
+		else if (!streq(mode, "rw"))
+			return pd_error_msg(err, EINVAL, "-v mode must be ro or rw, got '%s'", mode);
+	}
+	char real[PATH_MAX];
+	if (!realpath(copy, real))
+		return pd_error(err, errno, "-v: cannot use host path '%s'", copy);
+	if (!box_path_ok(box))
+		return pd_error_msg(err, EINVAL, "-v: '%s' is not a usable path inside the box", box);
+	*ret = (struct box_bind){xstrdup(real), xstrdup(box), ro};
+	return 0;
+}
+
+char *cli_random_name(const char *prefix)
+{
+	uint8_t b[3] = {0};
+	if (getrandom(b, sizeof(b), 0) != sizeof(b))
+		b[0] = (uint8_t)getpid();
+	return xasprintf("%s-%02x%02x%02x", prefix, b[0], b[1], b[2]);
+}
+
+int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err)
+{
+	if (!box_name_valid(name))
+		return pd_error_msg(err, EINVAL, "'%s' is not a valid sandbox name", name);
+	_cleanup_free_ char *home = NULL;
+	int r = store_home(&home, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *dir = store_box_dir(home, name);
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return pd_error_msg(err, ENOENT, "no sandbox named '%s' (see 'paddock ls')", name);
+	if (ret_home)
+		*ret_home = TAKE_PTR(home);
+	*ret_dir = TAKE_PTR(dir);
+	return 0;
+}

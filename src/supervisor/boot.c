@@ -1,0 +1,126 @@
+/* boot.c — starting a box through its runtime and greeting its paddock-init. */
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "supervisor/supervisor.h"
+#include "util/log.h"
+
+const struct runtime_ops *runtime_by_name(const char *name, pd_err *err)
+{
+	if (!name || streq(name, "ns") || streq(name, "auto"))
+		return &runtime_ns;
+	pd_error_msg(err, EINVAL, "unknown or unavailable backend '%s' (available: ns)", name);
+	return NULL;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads exactly one frame with a deadline. buf holds PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD. */
+static int recv_deadline(int fd, uint8_t *buf, struct proto_frame *f, int64_t deadline)
+{
+	for (;;) {
+		int left = (int)(deadline - now_ms());
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int r = poll(&p, 1, left);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r > 0)
+			return proto_recv(fd, buf, f);
+	}
+}
+
+static int greet(int fd, int64_t deadline, pd_err *err)
+{
+	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
+	struct proto_frame f;
+	uint16_t major, minor;
+	int r = recv_deadline(fd, buf, &f, deadline);
+	if (r == -ETIMEDOUT)
+		return pd_error_msg(err, ETIMEDOUT, "paddock-init did not answer within %d s", SUP_BOOT_TIMEOUT_MS / 1000);
+	if (r < 0)
+		return pd_error(err, r, "paddock-init closed the control channel during start");
+	if (proto_decode_hello(&f, &major, &minor) < 0)
+		return pd_error_msg(err, EPROTO, "paddock-init sent a malformed greeting");
+	if (major != PROTO_VERSION_MAJOR)
+		return pd_error_msg(err, EPROTO, "paddock-init speaks protocol %u, expected %u", major, PROTO_VERSION_MAJOR);
+	r = proto_send_hello(fd);
+	return r < 0 ? pd_error(err, r, "cannot greet paddock-init") : 0;
+}
+
+int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, pd_err *err)
+{
+	struct box b = {0};
+	b.rt = runtime_by_name(spec->backend, err);
+	if (!b.rt)
+		return -EINVAL;
+	box_config_from_spec(spec, box_dir, &b.cfg);
+	int64_t t0 = now_ms();
+	int r = b.rt->start(&b.cfg, &b.h, err);
+	if (r < 0)
+		return r;
+	pd_debug("box %s started by %s in %lld ms", spec->name, b.rt->name, (long long)(now_ms() - t0));
+	r = greet(b.h.ctl_fd, t0 + SUP_BOOT_TIMEOUT_MS, err);
+	if (r < 0) {
+		box_shutdown(&b, false, 0);
+		return r;
+	}
+	pd_debug("box %s greeted in %lld ms", spec->name, (long long)(now_ms() - t0));
+	*ret = b;
+	return 0;
+}
+
+/* Waits for the box's PID 1 to exit (through its pidfd when the runtime gave one, so this
+ * works whether or not PID 1 is our child) and reaps it when it is our child. */
+static bool wait_exit(const struct box_handle *h, int64_t deadline)
+{
+	for (;;) {
+		int left = (int)(deadline - now_ms());
+		if (h->pidfd >= 0) {
+			struct pollfd p = {.fd = h->pidfd, .events = POLLIN};
+			int r = poll(&p, 1, left > 0 ? left : 0);
+			if (r > 0) {
+				waitpid(h->pid, NULL, WNOHANG);
+				return true;
+			}
+		} else {
+			pid_t w = waitpid(h->pid, NULL, WNOHANG);
+			if (w == h->pid || (w < 0 && errno == ECHILD))
+				return true;
+			usleep(2000);
+		}
+		if (now_ms() >= deadline)
+			return false;
+	}
+}
+
+void box_shutdown(struct box *b, bool graceful, uint32_t timeout_ms)
+{
+	if (!b->rt)
+		return;
+	if (graceful && b->h.ctl_fd >= 0) {
+		uint8_t t[4];
+		proto_put_u32(t, timeout_ms);
+		if (proto_send(b->h.ctl_fd, PROTO_STOP, 0, 0, t, sizeof(t)) == 0)
+			graceful = wait_exit(&b->h, now_ms() + timeout_ms + 1000);
+		else
+			graceful = false;
+	}
+	if (!graceful) {
+		b->rt->kill(&b->h);
+		wait_exit(&b->h, now_ms() + 10000);
+	}
+	if (b->h.ctl_fd >= 0)
+		close(b->h.ctl_fd);
+	b->h.ctl_fd = -1;
+	b->rt->cleanup(&b->h);
+	b->rt = NULL;
+}

@@ -1,0 +1,343 @@
+/* store.c — sandboxes on disk. */
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "supervisor/supervisor.h"
+#include "util/fdio.h"
+
+static const char *const status_names[BOX_STATUS_MAX] = {
+	[BOX_STATUS_INVALID] = "invalid", [BOX_STATUS_CREATED] = "created",
+	[BOX_STATUS_RUNNING] = "running", [BOX_STATUS_STOPPED] = "stopped",
+	[BOX_STATUS_DEAD] = "dead",
+};
+
+const char *box_status_name(enum box_status s)
+{
+	return s < BOX_STATUS_MAX ? status_names[s] : "invalid";
+}
+
+void box_spec_free(struct box_spec *s)
+{
+	free(s->name);
+	free(s->backend);
+	free(s->user);
+	for (size_t i = 0; i < s->n_binds; i++) {
+		free(s->binds[i].host);
+		free(s->binds[i].box);
+	}
+	free(s->binds);
+	strv_free(s->env);
+	free(s->workdir);
+	*s = (struct box_spec){0};
+}
+
+bool box_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > BOX_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  (i > 0 && (c == '-' || c == '_' || c == '.'));
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+int store_home(char **ret, pd_err *err)
+{
+	const char *e = getenv("PADDOCK_HOME");
+	_cleanup_free_ char *home = NULL;
+	if (e && *e)
+		home = xstrdup(e);
+	else if ((e = getenv("XDG_DATA_HOME")) && *e == '/')
+		home = xasprintf("%s/paddock", e);
+	else {
+		const char *h = getenv("HOME");
+		struct passwd *pw = (h && *h == '/') ? NULL : getpwuid(getuid());
+		if (!h || *h != '/')
+			h = pw ? pw->pw_dir : NULL;
+		if (!h)
+			return pd_error_msg(err, ENOENT, "cannot find a home directory; set PADDOCK_HOME");
+		home = xasprintf("%s/.local/share/paddock", h);
+	}
+	if (home[0] != '/')
+		return pd_error_msg(err, EINVAL, "PADDOCK_HOME must be an absolute path: %s", home);
+	_cleanup_free_ char *boxes = xasprintf("%s/boxes", home);
+	int r = mkdir_p(boxes, 0700);
+	if (r < 0)
+		return pd_error(err, r, "cannot create %s", boxes);
+	*ret = TAKE_PTR(home);
+	return 0;
+}
+
+char *store_box_dir(const char *home, const char *name)
+{
+	return xasprintf("%s/boxes/%s", home, name);
+}
+
+static void json_add_strv(cJSON *o, const char *key, char **v)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+	for (size_t i = 0; v && v[i]; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+}
+
+char *box_spec_to_json(const struct box_spec *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", s->name);
+	cJSON_AddStringToObject(o, "backend", s->backend ? s->backend : "ns");
+	cJSON_AddStringToObject(o, "user", s->user ? s->user : "agent");
+	cJSON_AddNumberToObject(o, "memory", (double)s->memory);
+	cJSON_AddNumberToObject(o, "disk", (double)s->disk);
+	cJSON_AddNumberToObject(o, "cpus_milli", s->cpus_milli);
+	cJSON_AddNumberToObject(o, "pids", s->pids);
+	cJSON *binds = cJSON_AddArrayToObject(o, "binds");
+	for (size_t i = 0; i < s->n_binds; i++) {
+		cJSON *b = cJSON_CreateObject();
+		cJSON_AddStringToObject(b, "host", s->binds[i].host);
+		cJSON_AddStringToObject(b, "box", s->binds[i].box);
+		cJSON_AddBoolToObject(b, "readonly", s->binds[i].readonly);
+		cJSON_AddItemToArray(binds, b);
+	}
+	json_add_strv(o, "env", s->env);
+	if (s->workdir)
+		cJSON_AddStringToObject(o, "workdir", s->workdir);
+	cJSON_AddNumberToObject(o, "created", (double)s->created);
+	cJSON_AddBoolToObject(o, "rm", s->rm);
+	char *r = cJSON_Print(o);
+	cJSON_Delete(o);
+	if (!r)
+		abort();
+	return r;
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double jnum(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : 0;
+}
+
+static int spec_binds_from_json(const cJSON *a, struct box_spec *s)
+{
+	int n = cJSON_GetArraySize(a);
+	if (n < 0 || n > 256)
+		return -EINVAL;
+	s->binds = xcalloc((size_t)n + 1, sizeof(*s->binds));
+	for (int i = 0; i < n; i++) {
+		const cJSON *b = cJSON_GetArrayItem(a, i);
+		const char *h = jstr(b, "host"), *x = jstr(b, "box");
+		if (!h || !x)
+			return -EINVAL;
+		s->binds[i] = (struct box_bind){xstrdup(h), xstrdup(x),
+						cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "readonly"))};
+		s->n_binds++;
+	}
+	return 0;
+}
+
+int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
+{
+	cJSON *o = cJSON_Parse(json);
+	if (!o)
+		return pd_error_msg(err, EINVAL, "config.json is not valid JSON");
+	struct box_spec s = {0};
+	const char *name = jstr(o, "name");
+	int r = 0;
+	if (!name || !box_name_valid(name))
+		r = -EINVAL;
+	if (r == 0) {
+		s.name = xstrdup(name);
+		s.backend = xstrdup(jstr(o, "backend") ? jstr(o, "backend") : "ns");
+		s.user = xstrdup(jstr(o, "user") ? jstr(o, "user") : "agent");
+		s.memory = (uint64_t)jnum(o, "memory");
+		s.disk = (uint64_t)jnum(o, "disk");
+		s.cpus_milli = (uint32_t)jnum(o, "cpus_milli");
+		s.pids = (uint32_t)jnum(o, "pids");
+		s.created = (int64_t)jnum(o, "created");
+		s.rm = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rm"));
+		if (jstr(o, "workdir"))
+			s.workdir = xstrdup(jstr(o, "workdir"));
+		const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env"), *e;
+		cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) s.env = strv_append(s.env, e->valuestring);
+		const cJSON *binds = cJSON_GetObjectItemCaseSensitive(o, "binds");
+		if (binds)
+			r = spec_binds_from_json(binds, &s);
+	}
+	cJSON_Delete(o);
+	if (r < 0) {
+		box_spec_free(&s);
+		return pd_error_msg(err, EINVAL, "config.json is malformed");
+	}
+	*ret = s;
+	return 0;
+}
+
+int store_create(const char *home, const struct box_spec *spec, pd_err *err)
+{
+	_cleanup_free_ char *dir = store_box_dir(home, spec->name);
+	/* mkdir is the atomic name reservation: two concurrent creates cannot both win */
+	if (mkdir(dir, 0700) < 0) {
+		if (errno == EEXIST)
+			return pd_error_msg(err, EEXIST, "a sandbox named '%s' already exists", spec->name);
+		return pd_error(err, errno, "cannot create %s", dir);
+	}
+	_cleanup_free_ char *json = box_spec_to_json(spec);
+	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = dfd < 0 ? -errno : write_file_atomic_at(dfd, "config.json", json, strlen(json), 0600);
+	if (r == 0) {
+		struct box_state st = {.status = BOX_STATUS_CREATED, .last_exit = -1};
+		r = store_save_state(dir, &st, err);
+	}
+	if (r < 0) {
+		rm_rf(dir);
+		return pd_error(err, r, "cannot write the configuration of '%s'", spec->name);
+	}
+	return 0;
+}
+
+int store_load_spec(const char *box_dir, struct box_spec *ret, pd_err *err)
+{
+	_cleanup_free_ char *json = NULL;
+	_cleanup_free_ char *path = xasprintf("%s/config.json", box_dir);
+	int r = read_file_at(AT_FDCWD, path, 1 << 20, &json, NULL);
+	if (r < 0)
+		return pd_error(err, r, "cannot read %s", path);
+	return box_spec_from_json(json, ret, err);
+}
+
+int store_save_state(const char *box_dir, const struct box_state *st, pd_err *err)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "status", box_status_name(st->status));
+	cJSON_AddNumberToObject(o, "supervisor_pid", st->supervisor_pid);
+	cJSON_AddNumberToObject(o, "started", (double)st->started);
+	cJSON_AddNumberToObject(o, "stopped", (double)st->stopped);
+	cJSON_AddNumberToObject(o, "last_exit", st->last_exit);
+	_cleanup_free_ char *json = cJSON_Print(o);
+	cJSON_Delete(o);
+	_cleanup_close_ int dfd = open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = dfd < 0 ? -errno : write_file_atomic_at(dfd, "state.json", json, strlen(json), 0600);
+	return r < 0 ? pd_error(err, r, "cannot write state of %s", box_dir) : 0;
+}
+
+int store_load_state(const char *box_dir, struct box_state *ret)
+{
+	_cleanup_free_ char *json = NULL;
+	_cleanup_free_ char *path = xasprintf("%s/state.json", box_dir);
+	*ret = (struct box_state){.status = BOX_STATUS_CREATED, .last_exit = -1};
+	int r = read_file_at(AT_FDCWD, path, 1 << 16, &json, NULL);
+	if (r < 0)
+		return r;
+	cJSON *o = cJSON_Parse(json);
+	if (!o)
+		return -EINVAL;
+	const char *s = jstr(o, "status");
+	for (int i = 1; s && i < BOX_STATUS_MAX; i++)
+		if (streq(s, status_names[i]))
+			ret->status = (enum box_status)i;
+	ret->supervisor_pid = (pid_t)jnum(o, "supervisor_pid");
+	ret->started = (int64_t)jnum(o, "started");
+	ret->stopped = (int64_t)jnum(o, "stopped");
+	const cJSON *le = cJSON_GetObjectItemCaseSensitive(o, "last_exit");
+	ret->last_exit = cJSON_IsNumber(le) ? le->valueint : -1;
+	cJSON_Delete(o);
+	return 0;
+}
+
+int store_lock(const char *box_dir, const char *file, bool wait)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", box_dir, file);
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return TAKE_FD(fd);
+}
+
+enum box_status store_status(const char *box_dir, struct box_state *ret_state)
+{
+	struct box_state st;
+	store_load_state(box_dir, &st);
+	int fd = store_lock(box_dir, "supervisor.lock", false);
+	if (fd == -EWOULDBLOCK)
+		st.status = BOX_STATUS_RUNNING;
+	else {
+		if (fd >= 0)
+			close(fd);
+		if (st.status == BOX_STATUS_RUNNING)
+			st.status = BOX_STATUS_DEAD; /* nobody holds the lock: the supervisor is gone */
+	}
+	if (ret_state)
+		*ret_state = st;
+	return st.status;
+}
+
+static int cmpstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int store_list(const char *home, char ***ret_names, pd_err *err)
+{
+	_cleanup_free_ char *boxes = xasprintf("%s/boxes", home);
+	_cleanup_closedir_ DIR *d = opendir(boxes);
+	if (!d)
+		return pd_error(err, errno, "cannot list %s", boxes);
+	char **names = xcalloc(1, sizeof(char *));
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && box_name_valid(de->d_name))
+			names = strv_append(names, de->d_name);
+	qsort(names, strv_len(names), sizeof(char *), cmpstr);
+	*ret_names = names;
+	return 0;
+}
+
+int store_remove(const char *box_dir, pd_err *err)
+{
+	int r = rm_rf(box_dir);
+	return r < 0 ? pd_error(err, r, "cannot remove %s", box_dir) : 0;
+}
+
+void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct box_config *ret)
+{
+	*ret = (struct box_config){
+		.name = s->name,
+		.state_dir = (char *)box_dir,
+		.memory = s->memory,
+		.cpus_milli = s->cpus_milli,
+		.pids = s->pids,
+		.disk = s->disk,
+		.binds = s->binds,
+		.n_binds = s->n_binds,
+	};
+	const char *t = getenv("PADDOCK_TESTING");
+	if (t && streq(t, "1"))
+		ret->test_fail_layer = getenv("PADDOCK_TEST_FAIL_LAYER");
+}
+
+void sup_merge_exec(const struct box_spec *spec, const struct proto_exec *req, struct proto_buf *out)
+{
+	_cleanup_strv_ char **env = strv_copy(spec->env);
+	for (size_t i = 0; i < req->envc; i++)
+		env = strv_append(env, req->envp[i]);
+	const char *user = req->user ? req->user : spec->user;
+	const char *cwd = req->cwd ? req->cwd : spec->workdir;
+	proto_encode_exec(out, (char *const *)req->argv, env, cwd, user, req->tty, req->rows, req->cols);
+}

@@ -1,0 +1,71 @@
+/* store.h — sandboxes on disk: $PADDOCK_HOME/boxes/NAME/{config.json,state.json,lock,
+ * supervisor.lock,ctl.sock,supervisor.log}.
+ *
+ * A box's status is derived, never trusted from a file alone: the supervisor holds an
+ * exclusive flock on supervisor.lock for its whole life, so "lock is free but state says
+ * running" means the supervisor died (SIGKILL, crash) and the box is dead with it. CLI verbs
+ * that change a box take `lock` exclusively, so concurrent calls on one box serialise. */
+#pragma once
+
+#include "runtime/runtime.h"
+
+#define BOX_NAME_MAX 63
+
+enum box_status {
+	BOX_STATUS_INVALID = 0,
+	BOX_STATUS_CREATED,  /* defined, never started */
+	BOX_STATUS_RUNNING,  /* supervisor alive */
+	BOX_STATUS_STOPPED,  /* stopped cleanly */
+	BOX_STATUS_DEAD,     /* supervisor vanished without a clean stop */
+	BOX_STATUS_MAX,
+};
+
+/* What the user asked for; persisted in config.json. */
+struct box_spec {
+	char *name;
+	char *backend;        /* "ns" */
+	char *user;           /* default session user: "agent" | "root" */
+	uint64_t memory, disk;
+	uint32_t cpus_milli, pids;
+	struct box_bind *binds;
+	size_t n_binds;
+	char **env;           /* KEY=VALUE given with -e, applied to every session */
+	char *workdir;        /* default cwd of sessions inside the box, or NULL */
+	int64_t created;      /* unix time */
+	bool rm;              /* remove when the supervisor exits (run --rm) */
+};
+
+struct box_state {
+	enum box_status status;
+	pid_t supervisor_pid;
+	int64_t started, stopped;
+	int last_exit;        /* -1 when unknown */
+};
+
+void box_spec_free(struct box_spec *s);
+const char *box_status_name(enum box_status s);
+bool box_name_valid(const char *name);
+
+/* $PADDOCK_HOME, or $XDG_DATA_HOME/paddock, or ~/.local/share/paddock; created 0700. */
+int store_home(char **ret, pd_err *err);
+char *store_box_dir(const char *home, const char *name);
+
+/* Creates the box directory atomically (EEXIST if the name is taken) and writes config.json. */
+int store_create(const char *home, const struct box_spec *spec, pd_err *err);
+int store_load_spec(const char *box_dir, struct box_spec *ret, pd_err *err);
+int store_save_state(const char *box_dir, const struct box_state *st, pd_err *err);
+int store_load_state(const char *box_dir, struct box_state *ret);
+/* Derives the live status (checks supervisor.lock). */
+enum box_status store_status(const char *box_dir, struct box_state *ret_state);
+/* Names of every box, sorted. */
+int store_list(const char *home, char ***ret_names, pd_err *err);
+int store_remove(const char *box_dir, pd_err *err);
+
+/* flock helpers: returns an fd holding the lock, or -errno (-EWOULDBLOCK when nonblocking). */
+int store_lock(const char *box_dir, const char *file, bool wait);
+
+/* Serialise the spec to/from JSON (pure; tested). */
+char *box_spec_to_json(const struct box_spec *s);
+int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err);
+/* Builds the runtime config for a spec. Strings point into spec; free with box_config_clear. */
+void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct box_config *ret);

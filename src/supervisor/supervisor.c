@@ -1,0 +1,524 @@
+/* supervisor.c — the detached supervisor: control socket, client sessions relayed to
+ * paddock-init, lifecycle and state on disk.
+ *
+ * Every frame from a client is hostile input: it is parsed with the protocol's decoders, only
+ * the types a client may send are accepted, exec requests are re-encoded with the box's
+ * defaults, and stream ids are translated so a client can only ever address its own sessions.
+ * A malformed frame closes that client's connection (and hangs up its sessions). */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "supervisor/supervisor.h"
+#include "util/fdio.h"
+#include "util/log.h"
+
+#define SUP_MAX_CLIENTS 64
+#define SUP_MAX_SESSIONS 256
+#define SUP_HIGH_WATER (8u << 20)
+
+struct sup_client {
+	struct proto_conn conn;
+	bool greeted;
+	bool wants_stop_ack;
+};
+
+struct sup_session {
+	uint32_t global, local;
+	int client; /* index into clients, -1 when the client went away */
+};
+
+struct sup {
+	struct box box;
+	struct box_spec spec;
+	const char *box_dir;
+	struct proto_conn init;
+	int listen_fd;
+	struct sup_client *clients[SUP_MAX_CLIENTS];
+	struct sup_session sessions[SUP_MAX_SESSIONS];
+	size_t n_sessions;
+	uint32_t next_global;
+	bool stopping, box_gone;
+	int last_exit;
+};
+
+static volatile sig_atomic_t got_term;
+static void on_term(int sig) { got_term = sig; }
+
+static struct sup_session *session_by_global(struct sup *s, uint32_t g)
+{
+	for (size_t i = 0; i < s->n_sessions; i++)
+		if (s->sessions[i].global == g)
+			return &s->sessions[i];
+	return NULL;
+}
+
+static struct sup_session *session_by_local(struct sup *s, int client, uint32_t local)
+{
+	for (size_t i = 0; i < s->n_sessions; i++)
+		if (s->sessions[i].client == client && s->sessions[i].local == local)
+			return &s->sessions[i];
+	return NULL;
+}
+
+static void session_drop(struct sup *s, struct sup_session *x)
+{
+	*x = s->sessions[--s->n_sessions];
+}
+
+static void client_error(struct sup_client *c, uint32_t stream, int e, const char *msg)
+{
+	struct proto_buf b = {0};
+	proto_encode_error(&b, e, msg);
+	proto_conn_send(&c->conn, PROTO_ERROR, 0, stream, b.data, (uint32_t)b.len);
+	proto_buf_free(&b);
+}
+
+static void client_close(struct sup *s, int idx)
+{
+	struct sup_client *c = s->clients[idx];
+	for (size_t i = 0; i < s->n_sessions; i++) {
+		if (s->sessions[i].client != idx)
+			continue;
+		/* the client hung up: hang up its session like a closed terminal would */
+		uint8_t sig[4];
+		proto_put_u32(sig, SIGHUP);
+		proto_conn_send(&s->init, PROTO_SIGNAL, 0, s->sessions[i].global, sig, 4);
+		s->sessions[i].client = -1;
+	}
+	proto_conn_free(&c->conn);
+	free(c);
+	s->clients[idx] = NULL;
+}
+
+static int handle_exec(struct sup *s, int idx, const struct proto_frame *f)
+{
+	struct sup_client *c = s->clients[idx];
+	if (session_by_local(s, idx, f->hdr.stream) || f->hdr.stream == 0)
+		return -EBADMSG;
+	if (s->n_sessions >= SUP_MAX_SESSIONS || s->stopping) {
+		client_error(c, f->hdr.stream, EBUSY, s->stopping ? "the sandbox is stopping" : "too many sessions");
+		return 0;
+	}
+	_cleanup_free_ struct proto_exec *req = xmalloc(sizeof(*req));
+	if (proto_decode_exec(f, req) < 0)
+		return -EBADMSG;
+	struct proto_buf b = {0};
+	sup_merge_exec(&s->spec, req, &b);
+	uint32_t g = ++s->next_global;
+	s->sessions[s->n_sessions++] = (struct sup_session){.global = g, .local = f->hdr.stream, .client = idx};
+	proto_conn_send(&s->init, PROTO_EXEC, 0, g, b.data, (uint32_t)b.len);
+	proto_buf_free(&b);
+	pd_debug("session %u: %s (client %d stream %u)", g, req->argv[0], idx, f->hdr.stream);
+	return 0;
+}
+
+static void handle_info(struct sup *s, struct sup_client *c)
+{
+	struct proto_buf b = {0};
+	char kv[128];
+	snprintf(kv, sizeof(kv), "supervisor_pid=%d", (int)getpid());
+	proto_tlv_put_str(&b, PROTO_TAG_KV, kv);
+	snprintf(kv, sizeof(kv), "box_pid=%d", (int)s->box.h.pid);
+	proto_tlv_put_str(&b, PROTO_TAG_KV, kv);
+	snprintf(kv, sizeof(kv), "backend=%s", s->box.rt->name);
+	proto_tlv_put_str(&b, PROTO_TAG_KV, kv);
+	snprintf(kv, sizeof(kv), "sessions=%zu", s->n_sessions);
+	proto_tlv_put_str(&b, PROTO_TAG_KV, kv);
+	proto_conn_send(&c->conn, PROTO_INFO, 0, 0, b.data, (uint32_t)b.len);
+	proto_buf_free(&b);
+}
+
+static void begin_stop(struct sup *s, uint32_t timeout_ms)
+{
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	uint8_t t[4];
+	proto_put_u32(t, timeout_ms);
+	proto_conn_send(&s->init, PROTO_STOP, 0, 0, t, 4);
+}
+
+/* One frame from a client. Returns <0 to close that client. */
+static int client_frame(struct sup *s, int idx, const struct proto_frame *f)
+{
+	struct sup_client *c = s->clients[idx];
+	uint16_t ma, mi;
+	if (!c->greeted) {
+		if (proto_decode_hello(f, &ma, &mi) < 0 || ma != PROTO_VERSION_MAJOR)
+			return -EPROTO;
+		c->greeted = true;
+		return 0;
+	}
+	struct sup_session *x;
+	uint32_t u;
+	switch (f->hdr.type) {
+	case PROTO_EXEC:
+		return handle_exec(s, idx, f);
+	case PROTO_STDIN:
+	case PROTO_EOF:
+	case PROTO_RESIZE:
+	case PROTO_SIGNAL:
+		x = session_by_local(s, idx, f->hdr.stream);
+		if (!x)
+			return 0; /* the session already ended: late input is dropped */
+		proto_conn_send(&s->init, f->hdr.type, 0, x->global, f->payload, f->hdr.len);
+		return 0;
+	case PROTO_STOP:
+		if (f->hdr.stream != 0 || proto_decode_u32(f, &u) < 0)
+			return -EBADMSG;
+		c->wants_stop_ack = true;
+		begin_stop(s, u > 600000 ? 600000 : u);
+		return 0;
+	case PROTO_INFO:
+		handle_info(s, c);
+		return 0;
+	default:
+		return -EBADMSG;
+	}
+}
+
+/* One frame from paddock-init. Returns <0 when init misbehaves (the box is then killed). */
+static int init_frame(struct sup *s, const struct proto_frame *f)
+{
+	if (f->hdr.stream == 0) {
+		if (f->hdr.type == PROTO_ACK && s->stopping)
+			return 0;
+		if (f->hdr.type == PROTO_INFO || f->hdr.type == PROTO_ACK)
+			return 0;
+		return -EBADMSG;
+	}
+	struct sup_session *x = session_by_global(s, f->hdr.stream);
+	if (!x)
+		return 0; /* a session whose client left long ago */
+	switch (f->hdr.type) {
+	case PROTO_STARTED: case PROTO_STDOUT: case PROTO_STDERR:
+	case PROTO_EOF: case PROTO_EXIT: case PROTO_ERROR:
+		break;
+	default:
+		return -EBADMSG;
+	}
+	if (f->hdr.type == PROTO_EXIT && f->hdr.len == 4)
+		s->last_exit = (int)proto_get_u32(f->payload);
+	if (x->client >= 0)
+		proto_conn_send(&s->clients[x->client]->conn, f->hdr.type, 0, x->local, f->payload, f->hdr.len);
+	if (f->hdr.type == PROTO_EXIT || f->hdr.type == PROTO_ERROR)
+		session_drop(s, x);
+	return 0;
+}
+
+static void accept_client(struct sup *s)
+{
+	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	/* the socket lives in a 0700 directory; the peer check is defence in depth */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (cred.uid != getuid() && cred.uid != 0)) {
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < SUP_MAX_CLIENTS; i++) {
+		if (s->clients[i])
+			continue;
+		struct sup_client *c = xcalloc(1, sizeof(*c));
+		proto_conn_init(&c->conn, fd);
+		uint8_t p[8];
+		proto_put_u32(p, PROTO_MAGIC);
+		proto_put_u16(p + 4, PROTO_VERSION_MAJOR);
+		proto_put_u16(p + 6, PROTO_VERSION_MINOR);
+		proto_conn_send(&c->conn, PROTO_HELLO, 0, 0, p, 8);
+		s->clients[i] = c;
+		return;
+	}
+	close(fd); /* too many clients */
+}
+
+static void pump_client(struct sup *s, int idx)
+{
+	struct sup_client *c = s->clients[idx];
+	int r = proto_conn_read(&c->conn);
+	struct proto_frame f;
+	while (r >= 0 || r == -EAGAIN) {
+		int q = proto_conn_next(&c->conn, &f);
+		if (q == 0)
+			break;
+		if (q < 0 || client_frame(s, idx, &f) < 0) {
+			pd_debug("client %d: protocol error, closing", idx);
+			client_close(s, idx);
+			return;
+		}
+	}
+	if (c->conn.eof || (r < 0 && r != -EAGAIN))
+		client_close(s, idx);
+}
+
+static int pump_init(struct sup *s)
+{
+	int r = proto_conn_read(&s->init);
+	struct proto_frame f;
+	int q;
+	while ((q = proto_conn_next(&s->init, &f)) == 1)
+		if (init_frame(s, &f) < 0)
+			return -EPROTO;
+	if (q < 0)
+		return -EPROTO;
+	if (s->init.eof || (r < 0 && r != -EAGAIN))
+		return -EPIPE;
+	return 0;
+}
+
+static size_t max_client_backlog(struct sup *s)
+{
+	size_t m = 0;
+	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
+		if (s->clients[i] && proto_conn_pending(&s->clients[i]->conn) > m)
+			m = proto_conn_pending(&s->clients[i]->conn);
+	return m;
+}
+
+static void flush_all(struct sup *s)
+{
+	proto_conn_flush(&s->init);
+	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
+		if (s->clients[i]) {
+			int r = proto_conn_flush(&s->clients[i]->conn);
+			if (r < 0 && r != -EAGAIN)
+				client_close(s, i);
+		}
+}
+
+static void notify_gone(struct sup *s, const char *why)
+{
+	for (size_t i = 0; i < s->n_sessions; i++)
+		if (s->sessions[i].client >= 0)
+			client_error(s->clients[s->sessions[i].client], s->sessions[i].local, EPIPE, why);
+	s->n_sessions = 0;
+	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
+		if (s->clients[i] && s->clients[i]->wants_stop_ack)
+			proto_conn_send(&s->clients[i]->conn, PROTO_ACK, 0, 0, NULL, 0);
+}
+
+static int loop(struct sup *s)
+{
+	while (!s->box_gone) {
+		if (got_term) {
+			got_term = 0;
+			begin_stop(s, SUP_STOP_TIMEOUT_MS);
+		}
+		struct pollfd p[SUP_MAX_CLIENTS + 3];
+		int map[SUP_MAX_CLIENTS + 3], n = 0;
+		bool throttle = max_client_backlog(s) > SUP_HIGH_WATER;
+		p[n] = (struct pollfd){.fd = s->listen_fd, .events = s->stopping ? 0 : POLLIN}; map[n++] = -1;
+		p[n] = (struct pollfd){.fd = s->init.fd,
+			.events = (throttle ? 0 : POLLIN) | (proto_conn_pending(&s->init) ? POLLOUT : 0)}; map[n++] = -2;
+		p[n] = (struct pollfd){.fd = s->box.h.pidfd, .events = POLLIN}; map[n++] = -3;
+		bool init_throttle = proto_conn_pending(&s->init) > SUP_HIGH_WATER;
+		for (int i = 0; i < SUP_MAX_CLIENTS; i++)
+			if (s->clients[i]) {
+				p[n] = (struct pollfd){.fd = s->clients[i]->conn.fd,
+					.events = (init_throttle ? 0 : POLLIN) |
+						  (proto_conn_pending(&s->clients[i]->conn) ? POLLOUT : 0)};
+				map[n++] = i;
+			}
+		if (poll(p, (nfds_t)n, 1000) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int k = 0; k < n; k++) {
+			if (!p[k].revents)
+				continue;
+			if (map[k] == -1)
+				accept_client(s);
+			else if (map[k] == -2 && (p[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+				if (pump_init(s) < 0)
+					s->box_gone = true;
+			} else if (map[k] == -3)
+				s->box_gone = true;
+			else if (map[k] >= 0 && s->clients[map[k]] && (p[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				pump_client(s, map[k]);
+		}
+		flush_all(s);
+	}
+	return 0;
+}
+
+static int listen_ctl(const char *box_dir, pd_err *err)
+{
+	_cleanup_close_ int dfd = open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return pd_error(err, errno, "cannot open %s", box_dir);
+	/* bind through /proc/self/fd so long PADDOCK_HOME paths never hit sun_path's limit */
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/ctl.sock", dfd);
+	unlinkat(dfd, "ctl.sock", 0);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0)
+		return pd_error(err, errno, "cannot listen on %s/ctl.sock", box_dir);
+	return TAKE_FD(fd);
+}
+
+int sup_connect(const char *box_dir, pd_err *err)
+{
+	_cleanup_close_ int dfd = open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return pd_error(err, errno, "cannot open %s", box_dir);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/ctl.sock", dfd);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return pd_error(err, errno, "cannot connect to the sandbox's supervisor");
+	uint8_t buf[PROTO_HDR_SIZE + 64];
+	uint8_t hdr[PROTO_HDR_SIZE];
+	struct proto_frame f;
+	uint16_t ma, mi;
+	int r = fd_read_exact(fd, hdr, PROTO_HDR_SIZE);
+	if (r == 0 && (proto_decode_hdr(hdr, &f.hdr) < 0 || f.hdr.len > 64))
+		r = -EPROTO;
+	if (r == 0) {
+		memcpy(buf, hdr, PROTO_HDR_SIZE);
+		r = fd_read_exact(fd, buf + PROTO_HDR_SIZE, f.hdr.len);
+		f.payload = buf + PROTO_HDR_SIZE;
+	}
+	if (r == 0 && (proto_decode_hello(&f, &ma, &mi) < 0 || ma != PROTO_VERSION_MAJOR))
+		r = -EPROTO;
+	if (r == 0)
+		r = proto_send_hello(fd);
+	if (r < 0)
+		return pd_error(err, r, "the sandbox's supervisor did not greet us properly");
+	return TAKE_FD(fd);
+}
+
+static void report_ready(int ready_fd, int r, const pd_err *err)
+{
+	if (ready_fd < 0)
+		return;
+	_cleanup_free_ char *msg = r < 0 ? xasprintf("E%d %s", -r, err->msg) : xstrdup("OK");
+	fd_write_all(ready_fd, msg, strlen(msg));
+	close(ready_fd);
+}
+
+static void save_final_state(struct sup *s, bool clean)
+{
+	struct box_state st;
+	store_load_state(s->box_dir, &st);
+	st.status = BOX_STATUS_STOPPED;
+	st.stopped = time(NULL);
+	st.last_exit = s->last_exit;
+	(void)clean;
+	store_save_state(s->box_dir, &st, NULL);
+}
+
+/* The supervisor's life. Runs in the detached grandchild; never returns. */
+static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
+{
+	pd_err err = {0};
+	struct sup s = {.box_dir = box_dir, .listen_fd = -1, .last_exit = -1};
+	int lock = store_lock(box_dir, "supervisor.lock", false);
+	int r = lock < 0 ? pd_error(&err, lock, "another supervisor already runs this sandbox") : 0;
+	if (r == 0)
+		r = store_load_spec(box_dir, &s.spec, &err);
+	if (r == 0)
+		r = s.listen_fd = listen_ctl(box_dir, &err);
+	if (r >= 0)
+		r = box_boot(&s.spec, box_dir, &s.box, &err);
+	if (r < 0) {
+		fprintf(stderr, "paddock supervisor: %s\n", err.msg);
+		report_ready(ready_fd, r, &err);
+		_exit(125);
+	}
+	struct box_state st = {.status = BOX_STATUS_RUNNING, .supervisor_pid = getpid(),
+			       .started = time(NULL), .last_exit = -1};
+	store_save_state(box_dir, &st, NULL);
+	fd_set_nonblock(s.box.h.ctl_fd, true);
+	proto_conn_init(&s.init, s.box.h.ctl_fd);
+	report_ready(ready_fd, 0, NULL);
+	fprintf(stderr, "paddock supervisor: sandbox %s running (box pid %d)\n", s.spec.name, (int)s.box.h.pid);
+	loop(&s);
+	notify_gone(&s, s.stopping ? "the sandbox was stopped" : "the sandbox's init exited");
+	flush_all(&s);
+	s.box.h.ctl_fd = -1; /* owned by s.init now */
+	proto_conn_free(&s.init);
+	box_shutdown(&s.box, false, 0);
+	save_final_state(&s, s.stopping);
+	fprintf(stderr, "paddock supervisor: sandbox %s %s\n", s.spec.name, s.stopping ? "stopped" : "exited");
+	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
+		if (s.clients[i])
+			client_close(&s, i);
+	_cleanup_free_ char *sock = xasprintf("%s/ctl.sock", box_dir);
+	unlink(sock);
+	if (s.spec.rm)
+		store_remove(box_dir, NULL);
+	_exit(0);
+}
+
+static void detach_stdio(const char *box_dir)
+{
+	_cleanup_free_ char *log = xasprintf("%s/supervisor.log", box_dir);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	dup2(null, STDIN_FILENO);
+	dup2(lfd >= 0 ? lfd : null, STDOUT_FILENO);
+	dup2(lfd >= 0 ? lfd : null, STDERR_FILENO);
+	if (null > 2)
+		close(null);
+	if (lfd > 2)
+		close(lfd);
+}
+
+int supervisor_spawn(const char *box_dir, pd_err *err)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return pd_error(err, errno, "cannot create a pipe");
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return pd_error(err, errno, "cannot fork the supervisor");
+	}
+	if (pid == 0) {
+		/* first child: new session, then fork again so the supervisor is reparented and
+		 * never becomes a zombie of the CLI */
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		close(pipefd[0]);
+		/* drop every fd the CLI held (including its flock on the box's `lock`) */
+		int keep = fcntl(pipefd[1], F_DUPFD_CLOEXEC, 3);
+		close_range(3, (unsigned)keep - 1, 0);
+		close_range((unsigned)keep + 1, ~0u, 0);
+		detach_stdio(box_dir);
+		signal(SIGPIPE, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		struct sigaction sa = {.sa_handler = on_term};
+		sigaction(SIGTERM, &sa, NULL);
+		supervisor_main(box_dir, keep);
+	}
+	close(pipefd[1]);
+	waitpid(pid, NULL, 0);
+	char buf[1200];
+	ssize_t n;
+	size_t len = 0;
+	while ((n = read(pipefd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(pipefd[0]);
+	buf[len] = '\0';
+	if (len >= 2 && streq(buf, "OK"))
+		return 0;
+	if (len > 1 && buf[0] == 'E') {
+		char *sp = strchr(buf, ' ');
+		return pd_error_msg(err, atoi(buf + 1), "%s", sp ? sp + 1 : "supervisor failed");
+	}
+	return pd_error_msg(err, EIO, "the supervisor died during start; see %s/supervisor.log", box_dir);
+}

@@ -1,0 +1,36 @@
+/* supervisor.h — one supervisor per running sandbox: owns the box (through a runtime), its
+ * control socket, the exec sessions relayed between CLI clients and paddock-init, and the
+ * box's state on disk. Detached for persistent sandboxes; `run --rm` drives a box in-process
+ * through box_boot()/box_shutdown() without a socket. */
+#pragma once
+
+#include "proto/proto.h"
+#include "supervisor/store.h"
+
+#define SUP_BOOT_TIMEOUT_MS 120000
+#define SUP_STOP_TIMEOUT_MS 5000
+
+const struct runtime_ops *runtime_by_name(const char *name, pd_err *err);
+
+/* A started box with the HELLO exchange done. */
+struct box {
+	const struct runtime_ops *rt;
+	struct box_handle h;
+	struct box_config cfg;
+};
+
+/* Starts the box described by spec and completes the protocol handshake with its init. */
+int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, pd_err *err);
+/* Stops the box: graceful STOP with a timeout when graceful, then kill, reap and clean up. */
+void box_shutdown(struct box *b, bool graceful, uint32_t timeout_ms);
+
+/* Merges the box's defaults (spec env, user, workdir) into a client's exec request and
+ * re-encodes it. Pure. */
+void sup_merge_exec(const struct box_spec *spec, const struct proto_exec *req, struct proto_buf *out);
+
+/* Forks a detached supervisor for the box at box_dir and waits until it reports ready (the
+ * box is up and its control socket listening) or failed (err holds the supervisor's message). */
+int supervisor_spawn(const char *box_dir, pd_err *err);
+
+/* Connects to a running box's control socket and completes the handshake. */
+int sup_connect(const char *box_dir, pd_err *err);
