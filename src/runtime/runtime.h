@@ -48,7 +48,8 @@ struct runtime_ops {
 	int (*start)(const struct box_config *cfg, struct box_handle *ret, pd_err *err);
 	/* Kills the whole box at once (SIGKILL to everything in it). Safe to call twice. */
 	void (*kill)(struct box_handle *h);
-	/* Releases backend resources after the box's PID 1 has been reaped (cgroups, ...). */
+	/* Releases backend resources after the box's PID 1 has exited (cgroups, ...); closes
+	 * h->pidfd and sets it to -1. Safe to call once per successful start. */
 	void (*cleanup)(struct box_handle *h);
 };
 
