@@ -1,0 +1,124 @@
+#!/bin/bash
+# tests/run.sh — the whole test suite: installs dependencies, builds paddock twice (normal and
+# ASan+UBSan), runs the unit tests of both builds, then the integration and escape suites
+# against the real binary as root and as an ordinary user. Ends with "N passed, N failed".
+#
+#   tests/run.sh            everything
+#   PD_QUICK=1 tests/run.sh skip the ASan build's integration pass
+#   PD_FILTER=REGEX         only integration/escape tests whose name matches
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RESULTS=$(mktemp /tmp/pd-results.XXXXXX)
+chmod 0666 "$RESULTS"
+export PD_RESULTS=$RESULTS
+PD_TEST_USER=${PD_TEST_USER:-pdtest}
+
+say() { printf '\n=== %s\n' "$*"; }
+record() { echo "$1 $2" >>"$RESULTS"; }
+
+setup() {
+	say "dependencies"
+	scripts/install-deps.sh >/tmp/pd-install.log 2>&1 || { cat /tmp/pd-install.log; return 1; }
+	say "build (normal and asan+ubsan)"
+	[ -d build ] || meson setup build >/dev/null || return 1
+	[ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || return 1
+	ninja -C build >/tmp/pd-build.log 2>&1 || { tail -40 /tmp/pd-build.log; return 1; }
+	ninja -C build-asan >/tmp/pd-build-asan.log 2>&1 || { tail -40 /tmp/pd-build-asan.log; return 1; }
+}
+
+# Unit tests: every cmocka executable of a build, run with TAP output; one result per case.
+unit_tests() {
+	local dir=$1 label=$2
+	say "unit tests ($label)"
+	python3 - "$dir" "$label" "$RESULTS" <<'PY'
+import json, os, subprocess, sys
+build, label, results = sys.argv[1:4]
+tests = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
+out = open(results, "a")
+for t in tests:
+    if "unit" not in t.get("suite", []) and not any(s.endswith(":unit") for s in t.get("suite", [])):
+        continue
+    env = dict(os.environ, CMOCKA_MESSAGE_OUTPUT="TAP", **t.get("env", {}))
+    try:
+        p = subprocess.run(t["cmd"], env=env, cwd=t.get("workdir") or build,
+                           capture_output=True, text=True, timeout=t.get("timeout", 120) or 120)
+        text, rc = p.stdout + p.stderr, p.returncode
+    except subprocess.TimeoutExpired:
+        text, rc = "", -1
+    cases = 0
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("ok ") or s.startswith("not ok "):
+            cases += 1
+            ok = s.startswith("ok ")
+            name = s.split(" - ", 1)[-1] if " - " in s else s
+            out.write("%s unit-%s/%s/%s\n" % ("pass" if ok else "fail", label, t["name"], name))
+            print("%s unit-%s/%s/%s" % ("ok  " if ok else "FAIL", label, t["name"], name))
+    if cases == 0 or rc != 0:
+        # a crash, a sanitizer report or a non-TAP failure counts as one failure
+        out.write("fail unit-%s/%s/exit-%d\n" % (label, t["name"], rc))
+        print("FAIL unit-%s/%s (exit %d)\n%s" % (label, t["name"], rc, text[-3000:]))
+PY
+}
+
+# Integration and escape suites against one binary, as the current user.
+suites() {
+	local bin=$1 probe=$2 label=$3
+	say "integration + escape ($label)"
+	local f
+	for f in tests/integration/*.sh tests/escape/*.sh; do
+		[ -e "$f" ] || continue
+		case "$f" in */selfcheck.sh|*/escape-lib.sh) continue ;; esac
+		PADDOCK=$bin PD_PROBE=$probe PD_SUITE_LABEL=$label bash "$f"
+	done
+}
+
+# The same suites as an ordinary user: copy the binaries and tests where that user can read.
+as_user() {
+	local build=$1 label=$2
+	id "$PD_TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$PD_TEST_USER" || return 1
+	"$build/src/cli/paddock" system setup --user "$PD_TEST_USER" || { record fail "setup/$label-user-cgroups"; return 1; }
+	local tmp
+	tmp=$(mktemp -d /tmp/pd-user.XXXXXX)
+	cp -r tests "$tmp/"
+	cp "$build/src/cli/paddock" "$tmp/paddock"
+	cp "$build/tests/probe/paddock-probe" "$tmp/paddock-probe" 2>/dev/null || true
+	chmod -R a+rX "$tmp"
+	su -s /bin/bash "$PD_TEST_USER" -c "cd '$tmp' && env PD_RESULTS='$RESULTS' PD_FILTER='${PD_FILTER:-}' \
+		ASAN_OPTIONS='${ASAN_OPTIONS:-}' bash -c '
+		for f in tests/integration/*.sh tests/escape/*.sh; do
+			[ -e \"\$f\" ] || continue
+			case \"\$f\" in */selfcheck.sh|*/escape-lib.sh) continue ;; esac
+			PADDOCK=$tmp/paddock PD_PROBE=$tmp/paddock-probe PD_SUITE_LABEL=$label-user bash \"\$f\"
+		done'"
+	rm -rf "$tmp"
+}
+
+main() {
+	if ! setup; then
+		record fail setup/build
+	else
+		unit_tests build normal
+		unit_tests build-asan asan
+		suites "$ROOT/build/src/cli/paddock" "$ROOT/build/tests/probe/paddock-probe" root
+		if [ "$(id -u)" = 0 ]; then
+			as_user build user
+		fi
+		if [ -z "${PD_QUICK:-}" ]; then
+			ASAN_OPTIONS=detect_leaks=1 suites "$ROOT/build-asan/src/cli/paddock" "$ROOT/build/tests/probe/paddock-probe" asan-root
+		fi
+	fi
+	local pass fail
+	pass=$(grep -c '^pass ' "$RESULTS")
+	fail=$(grep -c '^fail ' "$RESULTS")
+	if [ "$fail" -gt 0 ]; then
+		say "failures"
+		grep '^fail ' "$RESULTS" | sed 's/^fail /  /'
+	fi
+	rm -f "$RESULTS"
+	echo
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+}
+main
