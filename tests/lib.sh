@@ -15,7 +15,7 @@
 set -u
 PD_BACKEND=${PD_BACKEND:-ns}
 : "${PADDOCK:?set PADDOCK to the paddock binary}"
-_pd_suite=$(basename "${BASH_SOURCE[1]:-$0}" .sh)
+_pd_suite="${PD_SUITE_LABEL:+$PD_SUITE_LABEL/}$(basename "$(dirname "${BASH_SOURCE[1]:-$0}")")/$(basename "${BASH_SOURCE[1]:-$0}" .sh)"
 
 fail() { echo "    assertion failed: $*" >&2; return 1; }
 assert_eq() { [ "$1" = "$2" ] || fail "expected '$2', got '$1'${3:+ ($3)}"; }
@@ -36,6 +36,8 @@ pd_fresh_home() {
 	export PADDOCK_HOME
 }
 pd() { "$PADDOCK" "$@"; }
+# whether uid 0 can exist inside a box for this caller (host root, or a subordinate uid range)
+pd_root_available() { [ "$(id -u)" = 0 ] || grep -q "^$(id -un):" /etc/subuid 2>/dev/null; }
 pd_run() { "$PADDOCK" run --rm --backend "$PD_BACKEND" "$@"; }
 # probe payload inside a box: pd_probe [run options] -- SUBCOMMAND ARGS...
 pd_probe() {

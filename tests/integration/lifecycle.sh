@@ -1,0 +1,123 @@
+#!/bin/bash
+# tests/integration/lifecycle.sh — persistent sandboxes: create/exec/stop/start/rm, ls, the
+# supervisor dying, concurrent calls.
+. "$(dirname "$0")/../lib.sh"
+
+status_of() { pd ls --json | python3 -c "import json,sys; print(next((b['status'] for b in json.load(sys.stdin) if b['name']=='$1'), 'absent'))"; }
+
+t_create_exec_stop_start_rm() {
+	pd create --backend "$PD_BACKEND" b1 >/dev/null
+	assert_eq "$(status_of b1)" "running"
+	assert_eq "$(pd exec b1 -- echo hello)" "hello"
+	assert_status 3 pd exec b1 -- sh -c 'exit 3'
+	pd exec b1 -- sh -c 'echo kept >/tmp/state'
+	assert_eq "$(pd exec b1 -- cat /tmp/state)" "kept"
+	pd stop b1
+	assert_eq "$(status_of b1)" "stopped"
+	assert_status 125 pd exec b1 -- true
+	pd start b1
+	assert_eq "$(status_of b1)" "running"
+	assert_eq "$(pd exec b1 -- echo again)" "again"
+	pd stop b1
+	pd rm b1
+	assert_eq "$(status_of b1)" "absent"
+}
+t_run_without_rm_keeps_the_box() {
+	assert_eq "$(pd run --name keep -- echo first)" "first"
+	assert_eq "$(status_of keep)" "running"
+	assert_eq "$(pd exec keep -- echo second)" "second"
+	pd rm -f keep
+}
+t_rm_refuses_a_running_box_without_force() {
+	pd create r1 >/dev/null
+	assert_status 125 pd rm r1
+	assert_eq "$(status_of r1)" "running"
+	pd rm -f r1
+	assert_eq "$(status_of r1)" "absent"
+}
+t_name_collision_is_refused() {
+	pd create dup >/dev/null
+	local err
+	err=$(pd create dup 2>&1) && return 1
+	assert_contains "$err" "already exists"
+	pd rm -f dup
+}
+t_supervisor_sigkill_leaves_a_consistent_ls() {
+	pd create k1 >/dev/null
+	local spid bpid
+	spid=$(pd ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='k1'][0]['supervisor_pid'])")
+	bpid=$(pd exec k1 -- sh -c 'sleep 300 & echo $!' >/dev/null; pgrep -f -n 'sleep 300' || true)
+	kill -KILL "$spid"
+	for _ in $(seq 100); do [ "$(status_of k1)" = dead ] && break; sleep 0.05; done
+	assert_eq "$(status_of k1)" "dead"
+	# the box died with its supervisor: nothing of it still runs
+	for _ in $(seq 100); do pgrep -f 'sleep 300' >/dev/null || break; sleep 0.05; done
+	! pgrep -f 'sleep 300' >/dev/null || fail "a box process survived its supervisor"
+	assert_status 125 pd exec k1 -- true
+	pd rm k1
+	assert_eq "$(status_of k1)" "absent"
+}
+t_concurrent_execs_on_one_box() {
+	pd create c1 >/dev/null
+	local i pids=()
+	for i in $(seq 10); do
+		( out=$(pd exec c1 -- sh -c "echo $i") && [ "$out" = "$i" ] ) &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || fail "a concurrent exec failed"; done
+	pd rm -f c1
+}
+t_concurrent_lifecycle_calls_are_serialised() {
+	pd create c2 >/dev/null
+	local i
+	for i in 1 2 3; do pd stop c2 & pd start c2 & done
+	wait
+	pd start c2
+	assert_eq "$(status_of c2)" "running"
+	assert_eq "$(pd exec c2 -- echo ok)" "ok"
+	pd rm -f c2
+	assert_eq "$(ls "$PADDOCK_HOME/boxes")" ""
+}
+t_concurrent_creates_of_distinct_boxes() {
+	local i
+	for i in $(seq 8); do pd create "p$i" >/dev/null & done
+	wait
+	assert_eq "$(pd ls --json | python3 -c 'import json,sys; print(sum(b["status"]=="running" for b in json.load(sys.stdin)))')" "8"
+	pd rm -f --all
+}
+t_stop_kills_stubborn_processes() {
+	pd create s1 >/dev/null
+	pd exec s1 -- sh -c 'trap "" TERM; sleep 300 &' 
+	pd stop -t 1 s1
+	assert_eq "$(status_of s1)" "stopped"
+	pd rm s1
+}
+t_logs_show_the_lifecycle() {
+	pd create l1 >/dev/null
+	pd stop l1
+	assert_contains "$(pd logs l1)" "running"
+	assert_contains "$(pd logs l1)" "stopped"
+	pd rm l1
+}
+t_ls_json_is_valid() {
+	pd create j1 >/dev/null
+	pd ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["name"]=="j1" and d[0]["backend"]=="ns"'
+	pd ls | grep -q '^j1 '
+	pd rm -f j1
+}
+t_help_on_every_verb() {
+	local v
+	for v in run create start stop rm ls exec shell logs doctor version system; do
+		pd "$v" --help | grep -q "Usage: paddock $v" || fail "no --help for $v"
+	done
+	pd --help | grep -q "Verbs:"
+}
+t_doctor_reports() {
+	local out
+	out=$(pd doctor)
+	assert_contains "$out" "ns backend"
+	assert_contains "$out" "Landlock"
+	assert_contains "$out" "/dev/kvm"
+}
+
+run_tests

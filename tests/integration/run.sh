@@ -1,0 +1,161 @@
+#!/bin/bash
+# tests/integration/run.sh — `paddock run`: exit statuses, signals, pipes, TTYs, environment,
+# users, limits, and paddock's own failures (125) and usage errors (2).
+. "$(dirname "$0")/../lib.sh"
+
+t_exit_status_zero() { assert_status 0 pd_run -- true; }
+t_exit_status_is_the_commands() {
+	assert_status 7 pd_run -- sh -c 'exit 7'
+	assert_status 255 pd_run -- sh -c 'exit 255'
+}
+t_signal_death_is_128_plus_n() {
+	assert_status 143 pd_run -- sh -c 'kill -TERM $$'
+	assert_status 137 pd_run -- sh -c 'kill -KILL $$'
+}
+t_missing_command_is_127() {
+	local err
+	err=$(pd_run -- /nonexistent/cmd 2>&1 >/dev/null) && return 1
+	assert_status 127 pd_run -- /nonexistent/cmd
+	assert_contains "$err" "/nonexistent/cmd"
+}
+t_usage_errors_exit_2() {
+	assert_status 2 pd run --memory lots -- true
+	assert_status 2 pd run --backend xen -- true
+	assert_status 2 pd run --user daemon -- true
+	assert_status 2 pd run -v relative:/x -- true
+	assert_status 2 pd nosuchverb
+	assert_status 2 pd exec
+}
+t_stdout_and_stderr_kept_apart() {
+	local out err
+	out=$(pd_run -- sh -c 'echo to-out; echo to-err >&2' 2>/tmp/pd-err.$$)
+	err=$(cat /tmp/pd-err.$$); rm -f /tmp/pd-err.$$
+	assert_eq "$out" "to-out"
+	assert_eq "$err" "to-err"
+}
+t_stdin_is_binary_clean() {
+	local f=/tmp/pd-bin.$$
+	head -c 3000000 /dev/urandom >$f
+	pd_run -- cat <$f >$f.out
+	cmp $f $f.out
+	pd_run -- sh -c 'cat >/dev/null; echo done' <$f | grep -qx done
+	rm -f $f $f.out
+}
+t_stdin_eof_reaches_the_box() {
+	local out
+	out=$(printf 'a\nb\n' | pd_run -- wc -l)
+	assert_eq "$(echo $out)" "2"
+	out=$(pd_run -- cat </dev/null)
+	assert_eq "$out" ""
+}
+t_tty_allocated_when_stdin_is_a_terminal() {
+	local out
+	out=$(script -qec "$PADDOCK run --rm --backend $PD_BACKEND -- sh -c 'tty; stty size'" /dev/null </dev/null | tr -d '\r')
+	assert_contains "$out" "/dev/pts/"
+	out=$(pd_run -- sh -c 'tty || true')
+	assert_contains "$out" "not a tty"
+}
+t_tty_ctrl_c_reaches_the_box() {
+	# ^C typed on the terminal goes through the box's own pty to its foreground job
+	local out rc=0
+	out=$( (sleep 2; printf '\003'; sleep 2) | script -qec "$PADDOCK run --rm -- sh -c 'trap \"echo got-int; exit 3\" INT; sleep 30 & wait'" /dev/null | tr -d '\r') || rc=$?
+	assert_contains "$out" "got-int"
+}
+t_sigint_forwarded_in_pipe_mode() {
+	local f=/tmp/pd-sig.$$
+	pd_run -- sh -c 'trap "echo trapped; exit 5" INT; echo ready; sleep 30 & wait' >$f 2>&1 &
+	local pid=$!
+	for _ in $(seq 100); do grep -q ready $f 2>/dev/null && break; sleep 0.05; done
+	kill -INT $pid
+	local rc=0
+	wait $pid || rc=$?
+	assert_eq "$rc" "5"
+	assert_contains "$(cat $f)" "trapped"
+	rm -f $f
+}
+t_host_environment_does_not_leak() {
+	local out
+	out=$(PD_SECRET_TOKEN=hunter2 pd_run -- env)
+	assert_not_contains "$out" "hunter2"
+	out=$(PD_SECRET_TOKEN=hunter2 pd_run -e PD_SECRET_TOKEN -e EXPLICIT=yes -- env)
+	assert_contains "$out" "PD_SECRET_TOKEN=hunter2"
+	assert_contains "$out" "EXPLICIT=yes"
+}
+t_runs_as_agent_by_default() {
+	local out
+	out=$(pd_run -- sh -c 'id -u; id -g; echo $HOME; echo $USER; pwd')
+	assert_eq "$out" "$(printf '1000\n1000\n/home/agent\nagent\n/home/agent')"
+}
+t_user_root_when_asked() {
+	if ! pd_root_available; then
+		# no subordinate range: root must be refused with a clear message, never faked
+		local err
+		err=$(pd_run --user root -- id -u 2>&1) && return 1
+		assert_contains "$err" "subordinate"
+		return 0
+	fi
+	assert_eq "$(pd_run --user root -- id -u)" "0"
+	# root inside holds no capabilities
+	assert_eq "$(pd_run --user root -- sh -c 'grep CapEff /proc/self/status')" "$(printf 'CapEff:\t0000000000000000')"
+}
+t_files_written_belong_to_the_caller() {
+	local d
+	d=$(mktemp -d)
+	pd_run -v "$d:/out" -- sh -c 'echo hi >/out/f; mkdir /out/sub'
+	assert_eq "$(stat -c %u "$d/f")" "$(id -u)"
+	assert_eq "$(stat -c %u "$d/sub")" "$(id -u)"
+	rm -rf "$d"
+}
+t_readonly_volume_is_readonly() {
+	local d
+	d=$(mktemp -d)
+	echo orig >"$d/f"
+	assert_status 1 pd_run -v "$d:/in:ro" -- sh -c 'echo x >/in/f'
+	assert_eq "$(cat "$d/f")" "orig"
+	rm -rf "$d"
+}
+t_writes_stay_in_the_box() {
+	assert_eq "$(pd_run -- sh -c 'echo x >/tmp/f && echo y >$HOME/g && cat /tmp/f $HOME/g')" "$(printf 'x\ny')"
+	if pd_root_available; then
+		assert_eq "$(pd_run --user root -- sh -c 'echo x >/usr/pd-overlay-probe && cat /usr/pd-overlay-probe')" "x"
+		[ ! -e /usr/pd-overlay-probe ] || fail "a write to /usr inside reached the host"
+	fi
+}
+t_workdir_inside() {
+	assert_eq "$(pd_run -w /tmp -- pwd)" "/tmp"
+}
+t_workspace_ro_and_rw() {
+	local d
+	d=$(mktemp -d)
+	echo data >"$d/f"
+	assert_eq "$(cd "$d" && pd_run --workspace ro -- sh -c 'pwd; cat f; cat /workspace/f')" "$(printf '%s\ndata\ndata' "$d")"
+	assert_status 1 sh -c "cd '$d' && '$PADDOCK' run --rm --workspace ro -- sh -c 'echo x >f' 2>/dev/null"
+	(cd "$d" && pd_run --workspace rw -- sh -c 'echo new >f')
+	assert_eq "$(cat "$d/f")" "new"
+	rm -rf "$d"
+}
+t_hostname_is_the_box_name() {
+	assert_eq "$(pd_run --name pd-host-test -- cat /proc/sys/kernel/hostname)" "pd-host-test"
+}
+t_rm_leaves_nothing_behind() {
+	pd_run -- true
+	assert_eq "$(ls "$PADDOCK_HOME/boxes")" ""
+}
+
+# fail closed: each layer forced to fail refuses to start, says which, leaves nothing behind
+t_each_layer_failure_refuses_to_start() {
+	local layer err
+	for layer in cgroup userns mount pivot rlimit caps landlock seccomp; do
+		err=$(PADDOCK_TESTING=1 PADDOCK_TEST_FAIL_LAYER=$layer "$PADDOCK" run --rm -- echo SHOULD-NOT-RUN 2>&1) && return 1
+		assert_status 125 env PADDOCK_TESTING=1 PADDOCK_TEST_FAIL_LAYER=$layer "$PADDOCK" run --rm -- true
+		assert_not_contains "$err" "SHOULD-NOT-RUN"
+		assert_contains "$err" "$layer"
+		assert_eq "$(ls "$PADDOCK_HOME/boxes")" "" "box dir left behind after $layer failure"
+	done
+}
+t_test_failure_hook_needs_testing_mode() {
+	# without PADDOCK_TESTING=1 the hook is inert
+	assert_status 0 env PADDOCK_TEST_FAIL_LAYER=seccomp "$PADDOCK" run --rm -- true
+}
+
+run_tests
