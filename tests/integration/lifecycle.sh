@@ -46,13 +46,13 @@ t_supervisor_sigkill_leaves_a_consistent_ls() {
 	pd create k1 >/dev/null
 	local spid bpid
 	spid=$(pd ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='k1'][0]['supervisor_pid'])")
-	bpid=$(pd exec k1 -- sh -c 'sleep 300 & echo $!' >/dev/null; pgrep -f -n 'sleep 300' || true)
+	bpid=$(pd exec k1 -- sh -c 'sleep 4242 & echo $!' >/dev/null; pgrep -f -n 'sleep 4242' || true)
 	kill -KILL "$spid"
 	for _ in $(seq 100); do [ "$(status_of k1)" = dead ] && break; sleep 0.05; done
 	assert_eq "$(status_of k1)" "dead"
 	# the box died with its supervisor: nothing of it still runs
-	for _ in $(seq 100); do pgrep -f 'sleep 300' >/dev/null || break; sleep 0.05; done
-	! pgrep -f 'sleep 300' >/dev/null || fail "a box process survived its supervisor"
+	for _ in $(seq 100); do pgrep -f 'sleep 4242' >/dev/null || break; sleep 0.05; done
+	! pgrep -f 'sleep 4242' >/dev/null || fail "a box process survived its supervisor"
 	assert_status 125 pd exec k1 -- true
 	pd rm k1
 	assert_eq "$(status_of k1)" "absent"
