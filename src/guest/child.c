@@ -1,0 +1,184 @@
+/* child.c — what a session's process does between fork() and execve(): become a session
+ * leader with its stdio, reset signals, take the session user's ids, lose every capability,
+ * close every inherited fd, enter its directory, exec. It runs in a forked copy of PID 1,
+ * which is single-threaded, so malloc and dprintf are safe here. Any setup failure ends it
+ * with 125 before the requested program runs: a session never starts half-dropped. */
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "guest/child.h"
+#include "guest/env.h"
+
+static _noreturn_ void child_fail(int code, const char *what, const char *arg, int err)
+{
+	dprintf(STDERR_FILENO, "paddock-init: %s%s%s: %s\n", what, arg ? " " : "", arg ? arg : "",
+		strerror(err));
+	_exit(code);
+}
+
+static int child_stdio(const struct child_spec *s)
+{
+	/* setsid() just made us a session leader without a terminal: take the pty as ours, so
+	 * job control, ^C and SIGHUP-on-close work inside the session. */
+	if (s->tty && ioctl(s->stdio[0], TIOCSCTTY, 0) < 0)
+		return -errno;
+	for (int i = 0; i < 3; i++)
+		if (dup2(s->stdio[i], i) < 0) /* dup2 clears O_CLOEXEC on the copy */
+			return -errno;
+	return 0;
+}
+
+static void child_signals(void)
+{
+	/* PID 1 blocks nearly everything (it reads signals through a signalfd) and ignores
+	 * SIGPIPE; a session starts with the ordinary defaults. Blocked-then-pending signals
+	 * (a SIGNAL that raced with our setsid()) are delivered right here. */
+	struct sigaction sa = {.sa_handler = SIG_DFL};
+	sigemptyset(&sa.sa_mask);
+	for (int sig = 1; sig < _NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL); /* SIGKILL, SIGSTOP and libc's own refuse: fine */
+	sigset_t none;
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static bool cap_effective(int cap)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {0};
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
+static int caps_drop_bounding(void)
+{
+	/* Needs CAP_SETPCAP, hence before the uid change (which may clear it). Without it (the
+	 * unprivileged test harness) the drops cannot be done, and need not be: the session gets
+	 * empty permitted/effective/inheritable/ambient sets and no_new_privs, so no execve()
+	 * can bring a bounding-set capability back. With it, every drop must succeed. */
+	bool must = cap_effective(CAP_SETPCAP);
+	for (unsigned long cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && must)
+			return -errno;
+	return 0;
+}
+
+static int caps_clear(void)
+{
+	/* Lowering capabilities needs no privilege. This is what makes a root session root
+	 * in name only: uid 0 without a single capability, in the box's user namespace. */
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {0};
+	if (syscall(SYS_capset, &h, d) < 0 || syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	for (int i = 0; i < 2; i++)
+		if (d[i].effective || d[i].permitted || d[i].inheritable)
+			return -EPERM;
+	return 0;
+}
+
+static int child_groups(const struct child_spec *s)
+{
+	/* The agent keeps exactly its own group; root gets none. setgroups() fails with EPERM
+	 * when we lack CAP_SETGID (the unprivileged test harness) or when the runtime wrote
+	 * "deny" to /proc/PID/setgroups (a single-uid user namespace): then the groups are
+	 * whatever the runtime gave PID 1 and cannot be changed by anyone in the box either.
+	 * Any other failure is fatal. */
+	gid_t g = s->gid;
+	if (setgroups(s->root ? 0 : 1, &g) == 0)
+		return 0;
+	if (errno == EPERM && (s->setgroups_deny || !cap_effective(CAP_SETGID)))
+		return 0;
+	return -errno;
+}
+
+static int child_ids(const struct child_spec *s)
+{
+	int r = child_groups(s);
+	if (r < 0)
+		return r;
+	/* All three ids, so no saved id lets the session switch back. Setting the ids we
+	 * already have is allowed without privilege (the test harness runs as itself). */
+	if (setresgid(s->gid, s->gid, s->gid) < 0 || setresuid(s->uid, s->uid, s->uid) < 0)
+		return -errno;
+	uid_t ru, eu, su;
+	if (getresuid(&ru, &eu, &su) < 0 || ru != s->uid || eu != s->uid || su != s->uid)
+		return -EPERM;
+	return 0;
+}
+
+static int child_privileges(const struct child_spec *s)
+{
+	/* no_new_privs: nothing the session execs (setuid binaries, file capabilities) can
+	 * raise its privileges. The runtime set it already; repeating it costs nothing and
+	 * covers the test harness and backends that cannot set it for us. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		return -errno;
+	int r = caps_drop_bounding();
+	if (r == 0)
+		r = child_ids(s);
+	if (r == 0)
+		r = caps_clear();
+	return r;
+}
+
+static int child_close_fds(void)
+{
+	/* The control channel, the signalfd and every other session's fds are O_CLOEXEC
+	 * already; closing them all before exec makes that a guarantee, not a convention. */
+	if (close_range(3, ~0u, 0) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -errno;
+	long max = sysconf(_SC_OPEN_MAX);
+	for (long fd = 3; fd < (max > 0 ? max : 65536); fd++)
+		(void)close((int)fd);
+	return 0;
+}
+
+static void child_chdir(const struct child_spec *s)
+{
+	bool strict;
+	const char *dir = guest_cwd(s->cwd, s->envp, &strict);
+	if (chdir(dir) == 0)
+		return;
+	if (strict || chdir("/") < 0)
+		child_fail(125, "cannot chdir to", dir, errno);
+}
+
+static _noreturn_ void child_run(const struct child_spec *s)
+{
+	/* glibc's execvpe() searches the PATH of environ, not of its envp argument: point
+	 * environ at the session's environment so the search uses the session's PATH. */
+	environ = (char **)s->envp;
+	execvpe(s->argv[0], s->argv, s->envp);
+	int e = errno;
+	child_fail(e == ENOENT ? 127 : 126, "cannot run", s->argv[0], e);
+}
+
+_noreturn_ void child_exec(const struct child_spec *s)
+{
+	int r;
+	if (setsid() < 0)
+		child_fail(125, "cannot create a session", NULL, errno);
+	r = child_stdio(s);
+	if (r < 0)
+		child_fail(125, "cannot set up stdio", NULL, -r);
+	child_signals();
+	r = child_privileges(s);
+	if (r < 0)
+		child_fail(125, "cannot drop privileges", NULL, -r);
+	r = child_close_fds();
+	if (r < 0)
+		child_fail(125, "cannot close inherited fds", NULL, -r);
+	child_chdir(s);
+	child_run(s);
+}

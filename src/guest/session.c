@@ -1,0 +1,265 @@
+/* session.c — stdio, fork and I/O of one exec session (see session.h). */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include "guest/child.h"
+#include "guest/session.h"
+#include "util/fdio.h"
+
+static void close_fds3(int fds[3])
+{
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] >= 0 && (i == 0 || fds[i] != fds[i - 1]))
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+static int pty_peer(int master)
+{
+	/* TIOCGPTPEER opens the slave through the master itself: no path lookup in a /dev/pts
+	 * that processes in the box could have tampered with. */
+	int fd = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 || (errno != EINVAL && errno != ENOTTY))
+		return fd >= 0 ? fd : -errno;
+	unsigned int n; /* kernels before 4.13 */
+	if (ioctl(master, TIOCGPTN, &n) < 0)
+		return -errno;
+	char path[32];
+	snprintf(path, sizeof(path), "/dev/pts/%u", n);
+	fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+/* Opens the slave in PID 1 before the fork, so the master never sees "no slave open" (EIO,
+ * POLLHUP) in the window before the child would have opened it. */
+static int stdio_pty(const struct session_req *req, int child[3], int ours[3])
+{
+	_cleanup_close_ int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+	if (m < 0)
+		return -errno;
+	int unlock = 0;
+	struct winsize ws = {.ws_row = req->rows, .ws_col = req->cols};
+	if (ioctl(m, TIOCSPTLCK, &unlock) < 0 || ioctl(m, TIOCSWINSZ, &ws) < 0)
+		return -errno;
+	int s = pty_peer(m);
+	if (s < 0)
+		return s;
+	child[0] = child[1] = child[2] = s;
+	ours[0] = ours[1] = TAKE_FD(m);
+	ours[2] = -1;
+	return 0;
+}
+
+static int stdio_pipes(int child[3], int ours[3])
+{
+	int p[3][2];
+	for (int i = 0; i < 3; i++) {
+		if (pipe2(p[i], O_CLOEXEC) < 0) {
+			int r = -errno;
+			for (int j = 0; j < i; j++)
+				close(p[j][0]), close(p[j][1]);
+			return r;
+		}
+	}
+	child[0] = p[0][0], ours[0] = p[0][1]; /* stdin: the child reads */
+	child[1] = p[1][1], ours[1] = p[1][0];
+	child[2] = p[2][1], ours[2] = p[2][0];
+	for (int i = 0; i < 3; i++)
+		(void)fd_set_nonblock(ours[i], true); /* cannot fail on a fresh pipe */
+	return 0;
+}
+
+static struct session *session_new(uint32_t id, pid_t pid, bool tty, const int ours[3])
+{
+	struct session *s = xcalloc(1, sizeof(*s));
+	s->id = id;
+	s->pid = pid;
+	s->tty = tty;
+	s->master = tty ? ours[0] : -1;
+	s->in_fd = ours[0];
+	s->out_fd[0] = ours[1];
+	s->out_fd[1] = ours[2];
+	return s;
+}
+
+int session_spawn(const struct session_req *req, uint32_t id, struct session **ret)
+{
+	int child[3] = {-1, -1, -1}, ours[3] = {-1, -1, -1};
+	int r = req->tty ? stdio_pty(req, child, ours) : stdio_pipes(child, ours);
+	if (r < 0)
+		return r;
+	struct child_spec spec = {
+		.argv = req->argv, .envp = req->envp, .cwd = req->cwd,
+		.uid = req->user.uid, .gid = req->user.gid, .root = req->user.root,
+		.tty = req->tty, .setgroups_deny = req->setgroups_deny,
+		.stdio = {child[0], child[1], child[2]},
+	};
+	pid_t pid = fork();
+	if (pid == 0)
+		child_exec(&spec);
+	r = -errno;
+	close_fds3(child);
+	if (pid < 0) {
+		close_fds3(ours);
+		return r;
+	}
+	*ret = session_new(id, pid, req->tty, ours);
+	return 0;
+}
+
+static void session_close(struct session *s, int *fd)
+{
+	if (*fd >= 0 && *fd != s->master)
+		close(*fd);
+	*fd = -1;
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	session_close(s, &s->in_fd);
+	session_close(s, &s->out_fd[0]);
+	session_close(s, &s->out_fd[1]);
+	if (s->master >= 0)
+		close(s->master);
+	free(s->in.data);
+	free(s);
+}
+
+static void stdin_drop(struct session *s)
+{
+	free(s->in.data);
+	s->in.data = NULL;
+	s->in.len = s->in.off = 0;
+}
+
+static void stdin_append(struct session *s, const uint8_t *p, size_t n)
+{
+	if (s->in.off == s->in.len)
+		s->in.off = s->in.len = 0;
+	else if (s->in.off > 0 && s->in.off >= s->in.len / 2) {
+		memmove(s->in.data, s->in.data + s->in.off, s->in.len - s->in.off);
+		s->in.len -= s->in.off;
+		s->in.off = 0;
+	}
+	s->in.data = xrealloc(s->in.data, s->in.len + n);
+	memcpy(s->in.data + s->in.len, p, n);
+	s->in.len += n;
+}
+
+size_t session_stdin_pending(const struct session *s)
+{
+	return s->in.len - s->in.off;
+}
+
+void session_stdin(struct session *s, const uint8_t *p, size_t n)
+{
+	if (s->in_fd < 0 || s->in_eof || n == 0)
+		return; /* stdin is closed (by the peer, the child, or its exit): drop */
+	stdin_append(s, p, n);
+	session_flush_stdin(s);
+}
+
+void session_flush_stdin(struct session *s)
+{
+	while (s->in_fd >= 0 && session_stdin_pending(s) > 0) {
+		ssize_t n = write(s->in_fd, s->in.data + s->in.off, session_stdin_pending(s));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0) { /* EPIPE: nobody will read it any more; EIO: the pty slave is gone */
+			stdin_drop(s);
+			if (!s->tty)
+				session_close(s, &s->in_fd);
+			return;
+		}
+		s->in.off += (size_t)n;
+	}
+	stdin_drop(s);
+	if (s->in_eof)
+		session_close(s, &s->in_fd);
+}
+
+void session_stdin_eof(struct session *s)
+{
+	if (s->tty)
+		return; /* a terminal has no EOF of its own: the user types ^D */
+	s->in_eof = true;
+	session_flush_stdin(s);
+}
+
+void session_resize(struct session *s, uint16_t rows, uint16_t cols)
+{
+	struct winsize ws = {.ws_row = rows, .ws_col = cols};
+	if (s->master >= 0) /* the kernel sends SIGWINCH to the foreground process group */
+		(void)ioctl(s->master, TIOCSWINSZ, &ws);
+}
+
+void session_signal(struct session *s, int sig)
+{
+	/* Once the leader is reaped its process group may be empty and its number reused by
+	 * another session: signals for an exited session are dropped. */
+	if (s->exited)
+		return;
+	/* Why safe: s->pid is our own child, not yet reaped, so the number still names it. If it
+	 * has not reached setsid() yet the group does not exist: signal the process itself; the
+	 * signal stays blocked and pending until the child resets its mask, then acts. */
+	if (kill(-s->pid, sig) < 0 && errno == ESRCH)
+		(void)kill(s->pid, sig);
+}
+
+static void session_close_out(struct session *s, int i, struct proto_conn *c)
+{
+	uint8_t fdno = (uint8_t)(i + 1);
+	session_close(s, &s->out_fd[i]);
+	if (!s->eof_sent[i])
+		proto_conn_send(c, PROTO_EOF, 0, s->id, &fdno, 1);
+	s->eof_sent[i] = true;
+}
+
+bool session_pump(struct session *s, int i, struct proto_conn *c, uint64_t now)
+{
+	static uint8_t buf[SESSION_CHUNK];
+	ssize_t n = read(s->out_fd[i], buf, sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return false;
+	if (n > 0) {
+		proto_conn_send(c, i == 0 ? PROTO_STDOUT : PROTO_STDERR, 0, s->id, buf, (uint32_t)n);
+		if (s->exited)
+			s->deadline = now + SESSION_DRAIN_MS;
+		return true;
+	}
+	/* 0: EOF of a pipe. EIO: a pty master once every slave fd is closed. Anything else is
+	 * as final. */
+	session_close_out(s, i, c);
+	return false;
+}
+
+void session_exited(struct session *s, int status, uint64_t now)
+{
+	s->exited = true;
+	s->status = status;
+	s->deadline = now + SESSION_DRAIN_MS;
+	stdin_drop(s); /* EXIT ends the stream: later stdin has nowhere to go */
+	if (!s->tty)
+		session_close(s, &s->in_fd);
+}
+
+bool session_done(const struct session *s, uint64_t now)
+{
+	return s->exited && ((s->out_fd[0] < 0 && s->out_fd[1] < 0) || now >= s->deadline);
+}
+
+void session_finish(struct session *s, struct proto_conn *c)
+{
+	uint8_t p[4];
+	session_close_out(s, 0, c);
+	session_close_out(s, 1, c);
+	proto_put_u32(p, (uint32_t)s->status);
+	proto_conn_send(c, PROTO_EXIT, 0, s->id, p, sizeof(p));
+}

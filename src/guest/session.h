@@ -1,0 +1,65 @@
+/* session.h — one exec session seen from PID 1: its stdio (a pty, or three pipes that keep
+ * stdout and stderr apart), the fork, and the bytes shuttled between the session and the
+ * control channel. Bytes are never interpreted. */
+#pragma once
+
+#include "guest/env.h"
+#include "proto/proto.h"
+
+#define SESSION_CHUNK (64u * 1024u) /* most bytes one STDOUT/STDERR frame carries */
+/* After a session's process has exited, its output is drained until EOF, but grandchildren
+ * that inherited the pipes (or the pty) may hold them open for ever: give up after this long
+ * without data, then send EOF and EXIT. Later output of such processes is lost. */
+#define SESSION_DRAIN_MS 100
+
+struct session_req {
+	char *const *argv;
+	char *const *envp;  /* complete environment */
+	const char *cwd;    /* or NULL */
+	struct guest_user user;
+	bool tty;
+	uint16_t rows, cols;
+	bool setgroups_deny;
+};
+
+struct session {
+	uint32_t id;         /* stream id chosen by the supervisor */
+	pid_t pid;           /* the session leader; also its process group id */
+	bool tty;
+	int master;          /* pty master of a tty session (in_fd and out_fd[0] alias it), or -1 */
+	int in_fd;           /* the session's stdin: pipe write end or pty master; -1 once closed */
+	int out_fd[2];       /* stdout, stderr (pipe read ends; stdout is the master for a tty) */
+	bool eof_sent[2];
+	struct {
+		uint8_t *data;
+		size_t len, off;
+	} in;                /* STDIN bytes the session has not taken yet */
+	bool in_eof;         /* the peer sent EOF(0): close stdin once `in` is written */
+	bool exited;
+	int status;          /* shell-style exit status, once exited */
+	uint64_t deadline;   /* once exited: when to stop waiting for output (monotonic ms) */
+};
+
+/* Allocates the session's stdio and forks it (the child execs req->argv). On failure nothing
+ * is left behind. */
+int session_spawn(const struct session_req *req, uint32_t id, struct session **ret);
+void session_free(struct session *s);
+
+/* Bytes for the session's stdin: written now as far as the pipe takes them, the rest kept. */
+void session_stdin(struct session *s, const uint8_t *p, size_t n);
+void session_stdin_eof(struct session *s);
+void session_flush_stdin(struct session *s);
+size_t session_stdin_pending(const struct session *s);
+
+void session_resize(struct session *s, uint16_t rows, uint16_t cols);
+void session_signal(struct session *s, int sig);
+
+/* Reads one chunk from out_fd[i] and queues it as STDOUT/STDERR; at EOF (EIO for a pty)
+ * closes the fd and queues EOF(i+1). Returns true if bytes were read. */
+bool session_pump(struct session *s, int i, struct proto_conn *c, uint64_t now);
+/* The session leader was reaped. */
+void session_exited(struct session *s, int status, uint64_t now);
+/* Exited, and its output is finished or the drain deadline has passed. */
+bool session_done(const struct session *s, uint64_t now);
+/* Queues the last frames of the stream: EOF(1) and EOF(2) if not sent yet, then EXIT. */
+void session_finish(struct session *s, struct proto_conn *c);
