@@ -110,7 +110,7 @@ static int start_one(const char *name, void *vctx)
 	int r = cli_box_dir(name, NULL, &dir, &err);
 	if (r < 0)
 		return cli_fail(&err);
-	_cleanup_close_ int lock = store_lock(dir, "lock", true);
+	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
 	if (store_status(dir, NULL) == BOX_STATUS_RUNNING)
 		return 0;
 	r = supervisor_spawn(dir, &err);
@@ -137,7 +137,7 @@ static int stop_one(const char *name, void *vctx)
 	int r = cli_box_dir(name, NULL, &dir, &err);
 	if (r < 0)
 		return cli_fail(&err);
-	_cleanup_close_ int lock = store_lock(dir, "lock", true);
+	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
 	r = stop_box(dir, x->timeout_ms, &err);
 	return r < 0 ? cli_fail(&err) : 0;
 }
@@ -162,7 +162,7 @@ static int rm_one(const char *name, void *vctx)
 	int r = cli_box_dir(name, NULL, &dir, &err);
 	if (r < 0)
 		return cli_fail(&err);
-	_cleanup_close_ int lock = store_lock(dir, "lock", true);
+	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
 	if (store_status(dir, NULL) == BOX_STATUS_RUNNING) {
 		if (!x->force) {
 			pd_error_msg(&err, EBUSY, "sandbox '%s' is running; stop it first or use rm -f", name);

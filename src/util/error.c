@@ -3,7 +3,7 @@
 
 #include "error.h"
 
-static int set(pd_err *err, int errnum, bool with_strerror, const char *fmt, va_list ap)
+static int __attribute__((format(printf, 4, 0))) set(pd_err *err, int errnum, bool with_strerror, const char *fmt, va_list ap)
 {
 	if (errnum < 0)
 		errnum = -errnum;

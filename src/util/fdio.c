@@ -152,7 +152,7 @@ static int rm_rf_at(int parent, const char *name, dev_t dev, int depth)
 		close(fd);
 		return e;
 	}
-	_cleanup_closedir_ DIR *dd = d;
+	_cleanup_closedir_ _unused_ DIR *dd = d;
 	int r = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
