@@ -167,15 +167,18 @@ static int parse_rule(const char *s, size_t len, bool deny, struct egress_rule *
 	}
 	if (i == len)
 		return rule_fail(e, i + 1, "empty rule");
-	size_t end = len;
-	const char *colon = memrchr(s + i, ':', len - i);
+	size_t end = len, colons = 0;
+	for (size_t j = i; j < len; j++)
+		if (s[j] == ':') {
+			colons++;
+			end = j;
+		}
 	/* Only one ':' can be a port separator; more means an IPv6 literal, which the name
 	 * check below refuses with the right reason. */
-	if (colon && !memchr(s + i, ':', (size_t)(colon - s - (ptrdiff_t)i))) {
-		end = (size_t)(colon - s);
-		if (parse_port(colon + 1, len - end - 1, &r.port) < 0)
-			return rule_fail(e, end + 2, "port must be 1-65535 or *");
-	}
+	if (colons > 1)
+		end = len;
+	if (colons == 1 && parse_port(s + end + 1, len - end - 1, &r.port) < 0)
+		return rule_fail(e, end + 2, "port must be 1-65535 or *");
 	int k = parse_name(s + i, end - i, i + 1, &r, e);
 	if (k < 0)
 		return k;
