@@ -1,0 +1,157 @@
+#!/bin/bash
+# tests/escape/fs.sh — filesystem escapes: host files, writes outside the box, read-only
+# binds, /proc/PID/root and the parent chain, leaked fds, overwriting binaries, mounts,
+# pivot_root, chroot, device nodes. Each test asserts the attack is blocked and the host
+# unchanged (canary hashes, processes, listener log).
+#   PADDOCK=build/src/cli/paddock PD_PROBE=build/tests/probe/paddock-probe bash tests/escape/fs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/escape-lib.sh"
+
+t_read_host_home_canary() {
+	esc_begin
+	esc_blocked_both -- read-host-file "$ESC_HOME_CANARY" "$ESC_TOKEN"
+	esc_host_unchanged
+}
+
+t_read_host_tmp_var_run_canaries() {
+	esc_begin
+	local f
+	for f in "$ESC_DIR/canary" $ESC_VARTMP_CANARY $ESC_RUN_CANARY; do
+		esc_blocked_both -- read-host-file "$f" "$ESC_TOKEN"
+	done
+	esc_host_unchanged
+}
+
+# /etc/shadow: a box may have its own; reading the host's (its first line as token) may not
+t_read_etc_shadow() {
+	esc_begin
+	local tok
+	tok=$(esc_first_line /etc/shadow)
+	if [ -n "$tok" ]; then
+		esc_blocked_both -- read-host-file /etc/shadow "$tok"
+	else
+		# the test user cannot read it on the host: the box's agent must not either
+		esc_blocked -- read-host-file /etc/shadow
+	fi
+	esc_host_unchanged
+}
+
+# the agent user cannot write into the read-only host view (/usr, /etc)
+t_write_outside_host_view() {
+	esc_begin
+	local n d
+	n=pdpwn-$(_esc_rand)
+	for d in /usr/bin /etc /usr/lib /; do
+		esc_blocked -- write-outside "${d%/}/$n"
+	done
+	esc_blocked -- write-outside /etc/passwd
+	for d in /usr/bin /etc /usr/lib; do
+		[ ! -e "$d/$n" ] || fail "host file $d/$n was created by the box"
+	done
+	[ ! -e "/$n" ] || fail "host file /$n was created by the box"
+	esc_host_unchanged
+}
+
+# root in the box may write its own overlay (DESIGN: writes never touch the lower layers):
+# success or refusal are both fine, the host must not change
+t_write_outside_root_contained() {
+	esc_begin
+	local n d
+	n=pdpwn-$(_esc_rand)
+	for d in /usr/bin /etc /usr/lib; do
+		esc_probe_run --user root -- write-outside "$d/$n"
+		case $ESC_RC in 0 | 1) ;; *) fail "probe failed (exit $ESC_RC)" ;; esac
+		[ ! -e "$d/$n" ] || fail "host file $d/$n was created by the box"
+	done
+	esc_probe_run --user root -- write-outside /etc/passwd
+	esc_host_unchanged
+}
+
+# -v HOST:BOX:ro — write, truncate, chmod, chown, utimes, xattr, create, link, rename,
+# unlink, and a re-open through /proc/self/fd: all refused, host dir unchanged
+t_ro_bind_modify() {
+	esc_begin
+	local d=$ESC_DIR/robind before
+	mkdir "$d" && printf 'ro canary %s\n' "$ESC_TOKEN" >"$d/canary" && chmod 0644 "$d/canary"
+	esc_watch "$d/canary"
+	before=$(stat -c '%n %u %g %a %s %Y' "$d" "$d"/*; ls -la "$d")
+	esc_blocked_both -v "$d:/mnt/ro:ro" -- ro-bind /mnt/ro
+	assert_eq "$(stat -c '%n %u %g %a %s %Y' "$d" "$d"/*; ls -la "$d")" "$before" "read-only bind changed"
+	getfattr -d "$d/canary" 2>/dev/null | grep -q paddock_probe && fail "xattr was set on the host file"
+	esc_host_unchanged
+}
+
+t_proc1_root() {
+	esc_begin
+	esc_blocked_both -- proc1-root "$ESC_HOME_CANARY" "$ESC_TOKEN"
+	esc_blocked_both -- proc1-root "$ESC_DIR/canary" "$ESC_TOKEN"
+	esc_host_unchanged
+}
+
+t_proc_ppid_environ_and_root() {
+	esc_begin
+	esc_blocked_both -- proc-ppid "$ESC_TOKEN" "$ESC_HOME_CANARY" "$ESC_TOKEN"
+	esc_host_unchanged
+}
+
+# PD_HOST_SECRET is in the CLI's environment (esc_begin): the box must not inherit it
+t_env_leak() {
+	esc_begin
+	esc_blocked_both -- env-leak "$ESC_TOKEN"
+	esc_host_unchanged
+}
+
+# fds the CLI inherited (a host dir, a host file, a writable log) must not reach the box
+t_leaked_fds() {
+	esc_begin
+	esc_blocked_both -- leaked-fds 3<"$ESC_DIR" 4<"$ESC_HOME_CANARY" 7>>"$ESC_DIR/leak" 9<"$HOME"
+	esc_host_unchanged
+}
+
+# the probe's own binary (a :ro bind of the host file), PID 1 (paddock-init), host binaries
+t_overwrite_exe() {
+	esc_begin
+	local libc
+	libc=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6 2>/dev/null || true)
+	esc_watch /usr/bin/env
+	[ -n "$libc" ] && esc_watch "$libc"
+	esc_blocked -- overwrite-exe /.probe/paddock-probe /usr/bin/env ${libc:+"$libc"}
+	# root may copy host-view files up into its overlay; only its own binaries are tried
+	esc_blocked --user root -- overwrite-exe /.probe/paddock-probe
+	esc_host_unchanged
+}
+
+t_mount() {
+	esc_begin
+	local before
+	before=$(wc -l </proc/self/mountinfo)
+	esc_blocked_both -- mount
+	esc_host_unchanged
+	assert_eq "$(wc -l </proc/self/mountinfo)" "$before" "host mount table changed"
+}
+
+t_pivot_root() {
+	esc_begin
+	esc_blocked_both -- pivot-root
+	esc_host_unchanged
+}
+
+t_chroot() {
+	esc_begin
+	esc_blocked_both -- chroot
+	esc_host_unchanged
+}
+
+t_mknod() {
+	esc_begin
+	esc_blocked_both -- mknod
+	esc_host_unchanged
+}
+
+t_dev_access() {
+	esc_begin
+	esc_blocked_both -- dev-access
+	esc_host_unchanged
+}
+
+run_tests

@@ -1,0 +1,85 @@
+#!/bin/bash
+# tests/escape/proc.sh — privileges and processes: capabilities, namespaces, set-user-ID
+# binaries, /proc/sys and sysrq, cgroup release_agent, ptrace of init and the parent,
+# kill(-1). Each test asserts blocked and host unchanged.
+#   PADDOCK=build/src/cli/paddock PD_PROBE=build/tests/probe/paddock-probe bash tests/escape/proc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/escape-lib.sh"
+
+# no capabilities (effective, permitted, bounding, ambient), no_new_privs, seccomp filter
+t_confinement() {
+	esc_begin
+	esc_blocked_both -- confinement
+	esc_host_unchanged
+}
+
+# user, mnt, pid, net, uts, ipc, cgroup: all new namespaces
+t_ns_distinct() {
+	esc_begin
+	# shellcheck disable=SC2046
+	esc_blocked_both -- ns-distinct $(esc_host_ns)
+	esc_host_unchanged
+}
+
+# su/passwd/chfn/chsh from the host view, plus (host root only) a root-owned 04755 copy of
+# the probe and a copy with file capabilities: none may raise euid or capabilities
+t_setuid_binary() {
+	esc_begin
+	local s=$ESC_DIR/suid extra=()
+	mkdir -m 0755 "$s"
+	if [ "$(id -u)" = 0 ]; then
+		install -o root -g root -m 04755 "$PD_PROBE" "$s/suid-probe"
+		extra+=(/.suid/suid-probe)
+		if command -v setcap >/dev/null; then
+			install -o root -g root -m 0755 "$PD_PROBE" "$s/fcap-probe"
+			setcap 'cap_sys_admin,cap_net_raw,cap_dac_override+ep' "$s/fcap-probe" && extra+=(/.suid/fcap-probe)
+		fi
+	fi
+	esc_blocked_both -v "$s:/.suid:ro" -- setuid-binary
+	if [ ${#extra[@]} -gt 0 ]; then
+		esc_blocked_both -v "$s:/.suid:ro" -- setuid-binary "${extra[@]}"
+	fi
+	esc_host_unchanged
+}
+
+t_proc_sys_write() {
+	esc_begin
+	esc_blocked_both -- proc-sys-write
+	esc_host_unchanged
+}
+
+t_sysrq() {
+	esc_begin
+	esc_blocked_both -- sysrq
+	esc_host_unchanged
+}
+
+t_cgroup_release_agent() {
+	esc_begin
+	local ra before=()
+	for ra in /sys/fs/cgroup/*/release_agent /sys/fs/cgroup/release_agent; do
+		[ -r "$ra" ] && before+=("$ra=$(cat "$ra")")
+	done
+	esc_blocked_both -- cgroup-release-agent
+	for ra in "${before[@]}"; do
+		assert_eq "${ra%%=*}=$(cat "${ra%%=*}")" "$ra" "host release_agent changed"
+	done
+	esc_host_unchanged
+}
+
+# PID 1 (paddock-init) and the parent; host pids (the canary, this shell) mean nothing inside
+t_ptrace_init_and_parent() {
+	esc_begin
+	esc_blocked_both -- ptrace "$ESC_CANARY_PID" "$$"
+	esc_host_unchanged
+}
+
+# kill(-1, SIGKILL) from inside: the host canary lives and the box's init lives long enough
+# to report the probe's exit status (0)
+t_kill_all() {
+	esc_begin
+	esc_blocked_both -- kill-all "$ESC_CANARY_PID" "$ESC_LISTENER_PID"
+	esc_host_unchanged
+}
+
+run_tests
