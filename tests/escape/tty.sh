@@ -22,6 +22,8 @@ t_tiocsti_stdout_on_host_tty() {
 	local u
 	for u in $ESC_USERS; do
 		ESC_TTY_REDIR="</dev/null" esc_tty_blocked --user "$u" -- tiocsti --no-tty-ok
+		# stdin is no tty, so the box runs on pipes: any terminal it can reach is the host's
+		assert_not_contains "$ESC_OUT" "ioctl(fd" || fail "the box reached a terminal (the host's?) in pipe mode"
 	done
 	esc_host_unchanged
 }
@@ -29,6 +31,7 @@ t_tiocsti_stdout_on_host_tty() {
 t_tiocsti_pipes() {
 	esc_begin
 	esc_blocked_both -- tiocsti --no-tty-ok
+	assert_not_contains "$ESC_OUT" "ioctl(fd"
 	esc_host_unchanged
 }
 
