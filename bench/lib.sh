@@ -257,9 +257,8 @@ bench_header() {
 bench_machine() {
 	local os
 	os=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
-	printf '%s, %s cores, %s, kernel %s, /dev/kvm %s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" \
-		"$(nproc)" "${os:-unknown OS}" "$(uname -r)" \
-		"$([ -e /dev/kvm ] && echo present || echo absent)"
+	printf '%s, %s cores, %s, kernel %s, load %s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" \
+		"$(nproc)" "${os:-unknown OS}" "$(uname -r)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 # bench_srt_settings: writes (once) a minimal valid sandbox-runtime settings file and

@@ -1,0 +1,139 @@
+#!/bin/bash
+# bench/vm-startup.sh — issue 5: `paddock run --rm --backend vm -- true` against raw
+# `qemu-system-x86_64 -M microvm` booting the same kernel with an initramfs whose init
+# powers off at once, same accelerator, in one run.
+#
+#   PADDOCK=build/src/cli/paddock bench/vm-startup.sh
+#   KERNEL=/path/to/vmlinux ACCEL=tcg bench/vm-startup.sh
+#
+# Environment:
+#   KERNEL    guest kernel (ELF vmlinux, booted through PVH; or a bzImage). Default: Debian's
+#             linux-image-cloud-amd64, fetched with `apt-get download` into bench/.cache and
+#             its ELF vmlinux unpacked from the bzImage payload. Point it at paddock's cached
+#             kernel so both sides boot the same one.
+#   ACCEL     tcg (default) | kvm | auto (kvm only if a probe boot succeeds: here /dev/kvm
+#             opens but guests die with "KVM internal error", so auto falls back to tcg)
+#   BENCH_VM_RUNS  timed boots per command (default 10), BENCH_VM_MEM guest MiB (512)
+#
+# Under TCG the guest kernel calibrates its TSC against the emulated PIT; on a busy host
+# that calibration fails ("tsc: Unable to calibrate against PIT ... No reference
+# (HPET/PMTIMER) available") and the guest then hangs for ever. Measured here: 6/6 boots hung
+# with two CPU hogs running, 0/6 with `tsc_early_khz=<host TSC kHz>` on the kernel command
+# line. The anchor therefore passes tsc_early_khz under TCG, and every boot runs under
+# `timeout` so a hang fails the run instead of blocking it.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+CACHE="$BENCH_DIR/.cache/kernel"
+ACCEL=${ACCEL:-tcg}
+VM_RUNS=${BENCH_VM_RUNS:-10}
+VM_MEM=${BENCH_VM_MEM:-512}
+BOOT_TIMEOUT=${BENCH_VM_TIMEOUT:-60}
+NA="not measured: paddock run --rm --backend vm -- true does not work yet"
+
+# fetch_kernel: prints the path of an ELF vmlinux from Debian's cloud kernel package
+fetch_kernel() {
+	local pkg deb bz
+	mkdir -p "$CACHE"
+	if [ -s "$CACHE/vmlinux" ]; then echo "$CACHE/vmlinux"; return 0; fi
+	pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	[ -n "$pkg" ] || bench_die "cannot resolve linux-image-cloud-amd64 (apt-get update?)"
+	(cd "$CACHE" && apt-get download "$pkg" >/dev/null 2>&1) || bench_die "apt-get download $pkg failed"
+	deb=$(ls "$CACHE"/"$pkg"_*.deb | head -n 1)
+	rm -rf "$CACHE/x" && mkdir -p "$CACHE/x"
+	dpkg-deb --fsys-tarfile "$deb" | tar -C "$CACHE/x" -xf - ./boot
+	bz=$(ls "$CACHE"/x/boot/vmlinuz-* | head -n 1)
+	cp "$bz" "$CACHE/bzImage"
+	extract_vmlinux "$bz" "$CACHE/vmlinux.tmp" && mv "$CACHE/vmlinux.tmp" "$CACHE/vmlinux"
+	echo "$CACHE/vmlinux"
+}
+
+# extract_vmlinux BZIMAGE OUT: the ELF kernel from a bzImage's compressed payload (x86 boot
+# protocol: setup_sects at 0x1f1, payload_offset/payload_length at 0x248/0x24c; Debian's
+# kernels use legacy LZ4 frames followed by a 4-byte size, which lz4 must not see)
+extract_vmlinux() {
+	local bz=$1 out=$2 sects poff plen start
+	sects=$(od -An -tu1 -j $((0x1f1)) -N1 "$bz" | tr -d ' ')
+	[ "$sects" = 0 ] && sects=4
+	read -r poff plen < <(od -An -tu4 -j $((0x248)) -N8 "$bz")
+	start=$(((sects + 1) * 512 + poff))
+	tail -c +$((start + 1)) "$bz" | head -c $((plen - 4)) | lz4 -dc >"$out" 2>/dev/null
+	[ "$(head -c 4 "$out" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] ||
+		bench_die "could not unpack an ELF vmlinux from $bz (not LZ4?)"
+}
+
+# build_initramfs: prints the path of a cpio whose /init powers the guest off at once
+build_initramfs() {
+	local d="$CACHE/poweroff-root"
+	if [ -s "$CACHE/poweroff.cpio" ]; then echo "$CACHE/poweroff.cpio"; return 0; fi
+	rm -rf "$d" && mkdir -p "$d"
+	printf '%s\n' '#include <sys/reboot.h>' '#include <unistd.h>' \
+		'int main(void) { sync(); reboot(RB_POWER_OFF); return 0; }' >"$CACHE/poweroff.c"
+	if ! gcc -static -Os -s -o "$d/init" "$CACHE/poweroff.c" 2>/dev/null; then
+		# fallback: busybox-static
+		mkdir -p "$d/bin" && cp /bin/busybox "$d/bin/busybox"
+		printf '#!/bin/busybox sh\n/bin/busybox poweroff -f\n' >"$d/init"
+		chmod 0755 "$d/init"
+	fi
+	(cd "$d" && find . -mindepth 1 | cpio -o -H newc --quiet) >"$CACHE/poweroff.cpio"
+	echo "$CACHE/poweroff.cpio"
+}
+
+host_tsc_khz() {
+	awk -F: '/^cpu MHz/ { printf "%d\n", $2 * 1000; exit }' /proc/cpuinfo
+}
+
+# qemu_cmd KERNEL ACCEL: sets QEMU=(the anchor's argv, under timeout)
+qemu_cmd() {
+	local kernel=$1 accel=$2 append="console=ttyS0 quiet panic=-1"
+	[ "$accel" = tcg ] && append+=" tsc_early_khz=$(host_tsc_khz)"
+	QEMU=(timeout "$BOOT_TIMEOUT" qemu-system-x86_64 -M "microvm,accel=$accel"
+		-m "$VM_MEM" -smp 1 -nodefaults -no-user-config -display none
+		-serial "file:$BENCH_WORK/vm-anchor-console.log"
+		-kernel "$kernel" -initrd "$INITRD" -append "$append" -no-reboot)
+	[ "$accel" = kvm ] && QEMU+=(-cpu host)
+	return 0
+}
+
+choose_accel() {
+	[ "$ACCEL" != auto ] && { echo "$ACCEL"; return; }
+	qemu_cmd "$KERNEL" kvm
+	QEMU[1]=20
+	if "${QEMU[@]}" </dev/null >/dev/null 2>&1; then echo kvm; else echo tcg; fi
+}
+
+KERNEL=${KERNEL:-$(fetch_kernel)}
+[ -s "$KERNEL" ] || bench_die "no guest kernel"
+INITRD=$(build_initramfs)
+[ -s "$INITRD" ] || bench_die "no initramfs"
+ACCEL=$(choose_accel)
+BENCH_RUNS=$VM_RUNS
+BENCH_WARMUP=${BENCH_VM_WARMUP:-1}
+
+bench_header "vm start-up, accel=$ACCEL, ${VM_MEM} MiB guest (issue 5) — $(bench_machine)"
+qemu_cmd "$KERNEL" "$ACCEL"
+raw=$(bench_time_ms "${QEMU[@]}") || bench_die "raw qemu boot failed (see $BENCH_WORK/vm-anchor-console.log)"
+bench_row "raw qemu -M microvm, ELF vmlinux (PVH), init powers off" "$raw" ms "" "" "$(basename "$KERNEL")"
+if [ -s "$CACHE/bzImage" ] && [ "${BENCH_VM_BZIMAGE:-1}" = 1 ]; then
+	qemu_cmd "$CACHE/bzImage" "$ACCEL"
+	bz=$(bench_time_ms "${QEMU[@]}") || bz=-
+	bench_row "raw qemu -M microvm, bzImage, init powers off" "$bz" ms "$raw" "raw ELF"
+fi
+qemu_cmd "$KERNEL" "$ACCEL"
+rss=$(bench_peak_rss_median_kb 3 "${QEMU[@]}") || rss=-
+bench_row "peak RSS: raw qemu (GNU time %M)" "$rss" KiB "" "" "guest RAM ${VM_MEM} MiB, mostly untouched"
+
+if bench_paddock_works vm; then
+	PD=("$PADDOCK" run --rm --backend vm --accel "$ACCEL" --memory "${VM_MEM}M" --)
+	pd=$(bench_time_ms "${PD[@]}" true) || pd=-
+	bench_row "paddock run --rm --backend vm -- true" "$pd" ms "$raw" "raw qemu" "target <= 1.15x"
+	pdrss=$(bench_peak_rss_median_kb 3 "${PD[@]}" true) || pdrss=-
+	bench_row "peak RSS: paddock vm run (GNU time %M, max of qemu/supervisor)" "$pdrss" KiB "$rss" "raw qemu"
+	bench_log "todo: QEMU+supervisor RSS sum against guest RAM in use, and balloon return after the guest frees 256 MB (needs a persistent vm box and paddock's stats)"
+else
+	bench_log "PADDOCK=${PADDOCK:-unset}: paddock side not available yet"
+	bench_row "paddock run --rm --backend vm -- true" - ms "" "" "$NA"
+	bench_row "host RSS overhead of QEMU + supervisor" - KiB "" "" "$NA"
+	bench_row "memory returned by the balloon after guest frees 256 MB" - "%" "" "" "$NA"
+fi
