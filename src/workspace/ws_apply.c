@@ -1,0 +1,468 @@
+/* ws_apply.c — apply a box's changes to the host tree (see ws_apply.h for the rules).
+ *
+ * The plan is the diff of the copy-in manifest against the box manifest diff showed. It runs
+ * in two passes: removals (deleted entries, the old side of renames and type changes),
+ * deepest path first so directories are empty when their turn comes; then creations and
+ * updates in path order, parents first. Each entry is decided against the host as it is
+ * now: equal to the box's version -> already applied; equal to the base -> go; anything
+ * else -> conflict. All host access goes through ws_open_beneath() and ws_host_*(). */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "ws_apply.h"
+#include "ws_host.h"
+#include "ws_walk.h"
+
+struct apply {
+	int rootfd;
+	const struct ws_manifest *box;
+	int staging_fd;
+	const struct ws_apply_opts *o;
+	struct ws_diff diff;
+	enum ws_result *res; /* per delta; PENDING until decided */
+	int *errs;
+	const char **detail;
+	bool *removed;       /* removal pass took the base side away (or found it gone) */
+	bool *changed_a;     /* the removal pass really removed something */
+	char **sync_dirs;
+};
+
+const char *ws_result_str(enum ws_result r)
+{
+	static const char *const names[WS_RESULT_MAX] = {
+		[WS_RESULT_PENDING] = "pending", [WS_APPLIED] = "applied", [WS_ALREADY] = "already applied",
+		[WS_SKIPPED_EXEC] = "skipped (host-executing path)", [WS_CONFLICT] = "conflict",
+		[WS_REFUSED_ENTRY] = "refused", [WS_FAILED] = "failed",
+	};
+	return r >= 0 && r < WS_RESULT_MAX ? names[r] : "invalid";
+}
+
+static void hook(struct apply *a, enum ws_apply_phase p, const char *path, int dirfd)
+{
+	if (a->o->hook)
+		a->o->hook(a->o->hook_ud, p, path, dirfd);
+}
+
+static enum ws_result set(struct apply *a, size_t i, enum ws_result r, int err, const char *detail)
+{
+	a->res[i] = r;
+	a->errs[i] = err < 0 ? -err : err;
+	a->detail[i] = detail;
+	return r;
+}
+
+/* Maps a host-side error to a verdict. */
+static enum ws_result host_error(struct apply *a, size_t i, int r)
+{
+	switch (r) {
+	case -ELOOP:
+		return set(a, i, WS_REFUSED_ENTRY, r, "a host path component is a symlink");
+	case -ENOTDIR:
+		return set(a, i, WS_CONFLICT, r, "a host path component is not a directory");
+	case -ESTALE:
+		return set(a, i, WS_CONFLICT, r, "the host entry changed during apply");
+	case -ENOTEMPTY:
+	case -EEXIST:
+		return set(a, i, WS_CONFLICT, r, "the host has other entries in the way");
+	case -EBADMSG:
+		return set(a, i, WS_FAILED, r, "staged content does not match the manifest");
+	default:
+		return set(a, i, WS_FAILED, r, NULL);
+	}
+}
+
+static void remember_dir(struct apply *a, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir = slash ? xstrndup(path, (size_t)(slash - path)) : xstrdup("");
+	size_t n = strv_len(a->sync_dirs);
+	if (n == 0 || !streq(a->sync_dirs[n - 1], dir))
+		a->sync_dirs = strv_append(a->sync_dirs, dir);
+}
+
+static bool allowed(const struct apply *a, const struct ws_delta *d)
+{
+	for (char *const *p = a->o->allow_exec; p && *p; p++)
+		if ((d->box && ws_path_under(d->box->path, *p)) || (d->base && ws_path_under(d->base->path, *p)))
+			return true;
+	return false;
+}
+
+/* Opens one component below cur, creating it when the box has a directory there. */
+static int step_create(struct apply *a, int cur, const char *comp, const char *prefix)
+{
+	int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOENT) {
+		int err = errno;
+		struct stat st;
+		if (fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			return -ELOOP;
+		return -err;
+	}
+	const struct ws_entry *e = ws_manifest_find(a->box, prefix);
+	if (!e || e->type != WS_DIR || a->o->dry_run)
+		return -ENOENT;
+	int r = ws_host_mkdir(cur, comp);
+	if (r < 0 && r != -EEXIST)
+		return r;
+	fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+/* The parent of path, created (0755, one verified component at a time) where missing. */
+static int make_parents(struct apply *a, const char *path, int *ret_fd)
+{
+	_cleanup_free_ char *p = xstrdup(path);
+	char *slash = strrchr(p, '/');
+	_cleanup_close_ int cur = openat(a->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return -errno;
+	for (char *s = p; slash && s <= slash;) {
+		char *e = strchr(s, '/');
+		*e = '\0';
+		int next = step_create(a, cur, s, p);
+		if (next < 0)
+			return next;
+		close(cur);
+		cur = next;
+		*e = '/';
+		s = e + 1;
+	}
+	*ret_fd = TAKE_FD(cur);
+	return 0;
+}
+
+static int open_parent(struct apply *a, const char *path, bool create, int *ret_fd, const char **ret_name)
+{
+	int r = ws_open_parent(a->rootfd, path, ret_fd, ret_name);
+	if (r != -ENOENT || !create)
+		return r;
+	const char *slash = strrchr(path, '/');
+	r = make_parents(a, path, ret_fd);
+	if (r == 0)
+		*ret_name = slash ? slash + 1 : path;
+	return r;
+}
+
+/* Removal pass, one delta: the base side goes if the host still has exactly it. */
+static void remove_base(struct apply *a, size_t i)
+{
+	const struct ws_delta *d = &a->diff.v[i];
+	_cleanup_close_ int dirfd = -1;
+	const char *name;
+	int r = open_parent(a, d->base->path, false, &dirfd, &name);
+	if (r == -ENOENT || r == -ENOTDIR) { /* no directory there any more: no entry either */
+		a->removed[i] = true;
+		return;
+	}
+	struct ws_host h = {0};
+	if (r < 0 || (r = ws_host_stat(dirfd, name, &h)) < 0) {
+		host_error(a, i, r);
+		return;
+	}
+	if (d->kind == WS_CHG_TYPE && ws_host_matches(dirfd, name, &h, d->box, true))
+		set(a, i, WS_ALREADY, 0, NULL); /* a re-run: the new type is already there */
+	else if (h.kind == WS_TYPE_INVALID)
+		a->removed[i] = true;
+	else if (!ws_host_matches(dirfd, name, &h, d->base, false) && !(a->o->force && h.kind != WS_DIR))
+		set(a, i, WS_CONFLICT, 0, "the host entry changed since copy-in");
+	else
+		r = 1;
+	if (r == 1) {
+		hook(a, WS_PHASE_RESOLVED, d->base->path, dirfd);
+		r = a->o->dry_run ? 0 : ws_host_remove(dirfd, name, &h);
+		if (r < 0) {
+			host_error(a, i, r);
+		} else {
+			a->removed[i] = a->changed_a[i] = true;
+			remember_dir(a, d->base->path);
+			hook(a, WS_PHASE_DONE, d->base->path, dirfd);
+		}
+	}
+	ws_host_free(&h);
+}
+
+/* Writes the box's file, symlink or directory over name (state h already decided). */
+static int write_entry(struct apply *a, const struct ws_delta *d, int dirfd, const char *name, struct ws_host *h)
+{
+	const struct ws_entry *y = d->box;
+	char tmp[WS_TMP_NAME_MAX];
+	int r;
+	if (y->type == WS_DIR)
+		return ws_host_mkdir(dirfd, name);
+	if (y->type == WS_FILE && d->kind == WS_CHG_MODE && h->kind == WS_FILE)
+		return ws_host_chmod(dirfd, name, h, y->mode);
+	if (y->type == WS_FILE)
+		r = ws_host_stage_file(dirfd, a->staging_fd, y, !a->o->no_sync, tmp);
+	else
+		r = ws_host_stage_symlink(dirfd, y->target, tmp);
+	if (r < 0)
+		return r;
+	hook(a, WS_PHASE_STAGED, y->path, dirfd);
+	if (!ws_host_unchanged(dirfd, name, h)) {
+		ws_host_discard(dirfd, tmp);
+		return -ESTALE;
+	}
+	return ws_host_commit(dirfd, tmp, name);
+}
+
+/* Decides a creation against the host: 1 to write, else the verdict is set. */
+static int decide(struct apply *a, size_t i, int dirfd, const char *name, struct ws_host *h)
+{
+	const struct ws_delta *d = &a->diff.v[i];
+	bool same_path = d->kind != WS_CHG_ADDED && d->kind != WS_CHG_RENAMED;
+	const struct ws_entry *expect = same_path && !a->removed[i] ? d->base : NULL;
+	if (a->o->dry_run && same_path && a->removed[i])
+		return 1; /* a dry run removed nothing: the old entry is still there */
+	if (ws_host_matches(dirfd, name, h, d->box, true))
+		return set(a, i, WS_ALREADY, 0, NULL), 0;
+	if (ws_host_matches(dirfd, name, h, expect, false))
+		return 1;
+	if (a->o->force && h->kind != WS_DIR && d->box->type != WS_DIR)
+		return 1;
+	set(a, i, WS_CONFLICT, 0, h->kind == WS_DIR ? "a host directory is in the way"
+						    : "the host entry changed since copy-in");
+	return 0;
+}
+
+static void create_box(struct apply *a, size_t i)
+{
+	const struct ws_delta *d = &a->diff.v[i];
+	const struct ws_entry *y = d->box;
+	enum ws_reason why = y->type == WS_SYMLINK ? ws_symlink_check(y->path, y->target, &WS_LIMITS_DEFAULT) : WS_OK;
+	if (why != WS_OK && !(d->base && d->base->type == WS_SYMLINK && streq(d->base->target, y->target))) {
+		set(a, i, WS_REFUSED_ENTRY, 0, ws_reason_str(why));
+		return;
+	}
+	_cleanup_close_ int dirfd = -1;
+	const char *name;
+	int r = open_parent(a, y->path, true, &dirfd, &name);
+	if (r == -ENOENT && a->o->dry_run) {
+		set(a, i, WS_APPLIED, 0, NULL);
+		return;
+	}
+	struct ws_host h = {0};
+	if (r < 0 || (r = ws_host_stat(dirfd, name, &h)) < 0) {
+		host_error(a, i, r);
+		return;
+	}
+	if (decide(a, i, dirfd, name, &h) == 1) {
+		hook(a, WS_PHASE_RESOLVED, y->path, dirfd);
+		r = a->o->dry_run ? 0 : write_entry(a, d, dirfd, name, &h);
+		if (r < 0) {
+			host_error(a, i, r);
+		} else {
+			set(a, i, WS_APPLIED, 0, NULL);
+			remember_dir(a, y->path);
+			hook(a, WS_PHASE_DONE, y->path, dirfd);
+		}
+	}
+	ws_host_free(&h);
+}
+
+static bool has_removal(enum ws_change k)
+{
+	return k == WS_CHG_DELETED || k == WS_CHG_RENAMED || k == WS_CHG_TYPE;
+}
+
+/* Refused entries and host-executing paths are decided before anything is touched. */
+static void prefilter(struct apply *a, bool *selected)
+{
+	for (size_t i = 0; i < a->diff.n; i++) {
+		const struct ws_delta *d = &a->diff.v[i];
+		selected[i] = ws_delta_selected(d, a->o->paths);
+		if (!selected[i])
+			continue;
+		if (d->kind == WS_CHG_REFUSED)
+			set(a, i, WS_REFUSED_ENTRY, 0, ws_reason_str(d->refused));
+		else if (d->exec != WS_EXEC_NONE && !allowed(a, d))
+			set(a, i, WS_SKIPPED_EXEC, 0, ws_exec_str(d->exec));
+	}
+}
+
+struct removal {
+	const char *path;
+	size_t i;
+};
+
+static int cmp_removal(const void *x, const void *y)
+{
+	return strcmp(((const struct removal *)y)->path, ((const struct removal *)x)->path);
+}
+
+/* Deepest first (reverse path order), so directories are empty when their turn comes. */
+static void removal_pass(struct apply *a, const bool *selected)
+{
+	_cleanup_free_ struct removal *v = xcalloc(a->diff.n, sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; i < a->diff.n; i++)
+		if (selected[i] && a->res[i] == WS_RESULT_PENDING && has_removal(a->diff.v[i].kind))
+			v[n++] = (struct removal){a->diff.v[i].base->path, i};
+	qsort(v, n, sizeof(*v), cmp_removal);
+	for (size_t k = 0; k < n; k++)
+		remove_base(a, v[k].i);
+}
+
+static void creation_pass(struct apply *a, const bool *selected)
+{
+	for (size_t i = 0; i < a->diff.n; i++) {
+		if (!selected[i] || a->res[i] != WS_RESULT_PENDING)
+			continue;
+		if (a->diff.v[i].kind != WS_CHG_DELETED)
+			create_box(a, i);
+		else
+			set(a, i, a->changed_a[i] ? WS_APPLIED : WS_ALREADY, 0, NULL);
+		if (a->res[i] == WS_ALREADY && a->changed_a[i])
+			a->res[i] = WS_APPLIED; /* half of it was done now */
+	}
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The renames are durable once their directories are synced. */
+static void sync_dirs(struct apply *a)
+{
+	size_t n = strv_len(a->sync_dirs);
+	if (n > 1)
+		qsort(a->sync_dirs, n, sizeof(char *), cmp_str);
+	for (size_t k = 0; k < n; k++) {
+		if (k > 0 && streq(a->sync_dirs[k], a->sync_dirs[k - 1]))
+			continue;
+		_cleanup_close_ int fd = -1;
+		if (ws_open_beneath(a->rootfd, a->sync_dirs[k], O_RDONLY | O_DIRECTORY, &fd) == 0)
+			(void)fsync(fd);
+	}
+}
+
+static void report_add(struct ws_apply_report *r, const struct ws_apply_item *it)
+{
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 32;
+		r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+	}
+	r->v[r->n] = *it;
+	r->v[r->n++].path = xstrdup(it->path);
+	r->count[it->result]++;
+}
+
+static void build_report(struct apply *a, const bool *selected, struct ws_apply_report *r)
+{
+	for (size_t i = 0; i < a->diff.n; i++) {
+		const struct ws_delta *d = &a->diff.v[i];
+		if (!selected[i])
+			continue;
+		report_add(r, &(struct ws_apply_item){
+			.path = (char *)ws_delta_path(d), .change = d->kind, .result = a->res[i],
+			.reason = d->kind == WS_CHG_REFUSED ? d->refused : WS_OK,
+			.err = a->errs[i], .detail = a->detail[i],
+		});
+	}
+}
+
+static void run(struct apply *a, struct ws_apply_report *rep)
+{
+	size_t n = a->diff.n;
+	_cleanup_free_ bool *selected = xcalloc(n, sizeof(bool));
+	a->res = xcalloc(n, sizeof(*a->res));
+	a->errs = xcalloc(n, sizeof(int));
+	a->detail = xcalloc(n, sizeof(char *));
+	a->removed = xcalloc(n, sizeof(bool));
+	a->changed_a = xcalloc(n, sizeof(bool));
+	prefilter(a, selected);
+	removal_pass(a, selected);
+	creation_pass(a, selected);
+	if (!a->o->dry_run && !a->o->no_sync)
+		sync_dirs(a);
+	build_report(a, selected, rep);
+	free(a->res);
+	free(a->errs);
+	free(a->detail);
+	free(a->removed);
+	free(a->changed_a);
+	strv_free(a->sync_dirs);
+}
+
+int ws_apply(const char *host_root, const struct ws_manifest *base, const struct ws_manifest *box,
+	     int staging_fd, const struct ws_apply_opts *o, struct ws_apply_report *ret, pd_err *err)
+{
+	static const struct ws_apply_opts defaults = {0};
+	/* the root itself may be a symlink the user named; nothing below it is followed */
+	_cleanup_close_ int rootfd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return pd_error(err, errno, "cannot open %s", host_root);
+	struct ws_apply_report rep = {0};
+	o = o ? o : &defaults;
+	if (!o->dry_run) {
+		int r = ws_cleanup_temps(rootfd, err);
+		if (r < 0)
+			return pd_err_prefix(err, "cannot remove the temp files of an earlier apply");
+		rep.temps_removed = (size_t)r;
+	}
+	struct apply a = {.rootfd = rootfd, .box = box, .staging_fd = staging_fd, .o = o};
+	ws_diff_compute(base, box, &a.diff);
+	ws_diff_mark_exec(&a.diff, box, staging_fd);
+	run(&a, &rep);
+	ws_diff_free(&a.diff);
+	*ret = rep;
+	return 0;
+}
+
+void ws_apply_report_free(struct ws_apply_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i].path);
+	free(r->v);
+	*r = (struct ws_apply_report){0};
+}
+
+struct cleanup {
+	int removed;
+};
+
+static int cleanup_visit(void *ud, const struct ws_walk_entry *e)
+{
+	struct cleanup *c = ud;
+	mode_t t = e->st->st_mode & S_IFMT;
+	if (t == S_IFDIR)
+		return 1;
+	if (!startswith(e->name, WS_TMP_PREFIX) || (t != S_IFREG && t != S_IFLNK))
+		return 0;
+	/* why safe: one name in a directory fd the walk opened without following symlinks;
+	 * only paddock's own temp names (regular files, symlinks), which no box can create */
+	if (unlinkat(e->dirfd, e->name, 0) == 0)
+		c->removed++;
+	return 0;
+}
+
+int ws_cleanup_temps(int rootfd, pd_err *err)
+{
+	struct cleanup c = {0};
+	int r = ws_walk(rootfd, cleanup_visit, &c, err);
+	return r < 0 ? r : c.removed;
+}
+
+void ws_apply_report_render(FILE *out, const struct ws_apply_report *r, bool color)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		const struct ws_apply_item *it = &r->v[i];
+		bool bad = it->result != WS_APPLIED && it->result != WS_ALREADY;
+		_cleanup_free_ char *p = ws_escape_name(it->path);
+		fprintf(out, "%s%-16s%s %s (%s)", color && bad ? "\033[33m" : "", ws_result_str(it->result),
+			color && bad ? "\033[m" : "", p, ws_change_str(it->change));
+		if (it->detail)
+			fprintf(out, ": %s", it->detail);
+		if (it->err)
+			fprintf(out, ": %s", strerror(it->err));
+		fputc('\n', out);
+	}
+	fprintf(out, "%zu applied, %zu already applied, %zu conflicts, %zu skipped, %zu refused, %zu failed\n",
+		r->count[WS_APPLIED], r->count[WS_ALREADY], r->count[WS_CONFLICT], r->count[WS_SKIPPED_EXEC],
+		r->count[WS_REFUSED_ENTRY], r->count[WS_FAILED]);
+}

@@ -1,0 +1,173 @@
+/* ws_copyin.c — the project's tar stream into a box, and its manifest (see ws_copyin.h). */
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "ws_copyin.h"
+#include "ws_ignore.h"
+#include "ws_scan.h"
+
+#define GITCONFIG_MAX (1u << 20)
+
+struct copyin {
+	struct archive *a;
+	struct ws_ignore *ig;
+	struct ws_notes *notes;
+	char *buf;
+};
+
+static int tar_error(struct copyin *c, pd_err *err, const char *path)
+{
+	const char *s = archive_error_string(c->a);
+	int e = archive_errno(c->a);
+	return pd_error_msg(err, e > 0 ? e : EIO, "cannot write %s to the tar stream: %s", path,
+			    s ? s : "unknown error");
+}
+
+static enum ws_reason ci_exclude(void *ud, const char *path, bool is_dir)
+{
+	struct copyin *c = ud;
+	return ws_ignore_match_one(c->ig, path, is_dir);
+}
+
+static int put_data(struct copyin *c, const void *buf, size_t n, ws_hasher *h)
+{
+	ws_hasher_update(h, buf, n);
+	return archive_write_data(c->a, buf, n) == (la_ssize_t)n ? 0 : -EIO;
+}
+
+/* Streams exactly e->size bytes; a file that shrank while being read is padded with zeros
+ * (hashed as sent) and noted, one that grew is cut at the size in the header. */
+static int put_file(struct copyin *c, struct ws_entry *e, int fd, pd_err *err)
+{
+	ws_hasher *h = ws_hasher_new();
+	uint64_t left = e->size;
+	bool shrank = false;
+	int r = 0;
+	while (left > 0 && r == 0) {
+		size_t want = left < WS_IO_CHUNK ? (size_t)left : WS_IO_CHUNK;
+		ssize_t n = read(fd, c->buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = pd_error(err, errno, "cannot read %s", e->path);
+			break;
+		}
+		if (n == 0) { /* shrank: pad */
+			if (!shrank)
+				ws_notes_add(c->notes, WS_R_CHANGED_WHILE_READ, e->path, NULL);
+			shrank = true;
+			memset(c->buf, 0, want);
+			n = (ssize_t)want;
+		}
+		r = put_data(c, c->buf, (size_t)n, h) < 0 ? tar_error(c, err, e->path) : 0;
+		left -= (uint64_t)n;
+	}
+	ws_hasher_final(h, e->sha256);
+	return r;
+}
+
+static bool is_git_config(const struct ws_entry *e)
+{
+	return ws_path_exec_class(e->path, false) == WS_EXEC_GIT_CONFIG;
+}
+
+/* Reads a git config whole and filters it; too large or unreadable is left out. */
+static char *filtered_config(struct copyin *c, struct ws_entry *e, int fd, size_t *ret_len)
+{
+	_cleanup_free_ char *raw = NULL;
+	size_t len = 0;
+	bool changed = false;
+	if (ws_read_fd(fd, GITCONFIG_MAX, &raw, &len) < 0) {
+		ws_notes_add(c->notes, WS_R_CREDENTIALS_REMOVED, e->path, "too large to filter: left out");
+		return NULL;
+	}
+	char *out = ws_gitconfig_filter(raw, len, ret_len, &changed);
+	if (changed)
+		ws_notes_add(c->notes, WS_R_CREDENTIALS_REMOVED, e->path, NULL);
+	return out;
+}
+
+static int header(struct copyin *c, struct archive_entry *ae, const struct ws_entry *e,
+		  const struct stat *st, pd_err *err)
+{
+	static const mode_t types[WS_TYPE_MAX] = {[WS_FILE] = AE_IFREG, [WS_DIR] = AE_IFDIR, [WS_SYMLINK] = AE_IFLNK};
+	archive_entry_copy_pathname(ae, e->path);
+	archive_entry_set_filetype(ae, types[e->type]);
+	archive_entry_set_perm(ae, e->mode & 0777);
+	archive_entry_set_mtime(ae, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	archive_entry_set_uid(ae, 0);
+	archive_entry_set_gid(ae, 0);
+	if (e->type == WS_SYMLINK)
+		archive_entry_copy_symlink(ae, e->target);
+	if (e->type == WS_FILE)
+		archive_entry_set_size(ae, (la_int64_t)e->size);
+	return archive_write_header(c->a, ae) == ARCHIVE_OK ? 0 : tar_error(c, err, e->path);
+}
+
+static int ci_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st, pd_err *err)
+{
+	struct copyin *c = ud;
+	_cleanup_free_ char *cfg = NULL;
+	size_t cfglen = 0;
+	if (e->type == WS_FILE && is_git_config(e) && !(cfg = filtered_config(c, e, fd, &cfglen))) {
+		e->type = WS_TYPE_INVALID; /* left out */
+		return 0;
+	}
+	if (e->type == WS_FILE)
+		e->size = cfg ? cfglen : (uint64_t)st->st_size;
+	struct archive_entry *ae = archive_entry_new();
+	int r = header(c, ae, e, st, err);
+	archive_entry_free(ae);
+	if (r < 0 || e->type != WS_FILE)
+		return r;
+	if (!cfg)
+		return put_file(c, e, fd, err);
+	ws_hasher *h = ws_hasher_new();
+	r = put_data(c, cfg, cfglen, h);
+	ws_hasher_final(h, e->sha256);
+	return r < 0 ? tar_error(c, err, e->path) : 0;
+}
+
+static struct archive *open_writer(int out_fd, pd_err *err)
+{
+	struct archive *a = archive_write_new();
+	if (!a)
+		abort();
+	/* pax keeps long names and big sizes; BINARY header charset: names travel as raw bytes */
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") < ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
+	    archive_write_open_fd(a, out_fd) != ARCHIVE_OK) {
+		pd_error_msg(err, EIO, "cannot start the tar stream: %s", archive_error_string(a));
+		archive_write_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,
+	      struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err)
+{
+	struct copyin c = {.notes = notes};
+	int r = ws_ignore_load(rootfd, !(o && o->no_default_excludes), &c.ig, err);
+	if (r < 0)
+		return r;
+	c.a = open_writer(out_fd, err);
+	if (!c.a) {
+		ws_ignore_free(c.ig);
+		return -EIO;
+	}
+	c.buf = xmalloc(WS_IO_CHUNK);
+	struct ws_scan_ops ops = {.exclude = ci_exclude, .emit = ci_emit, .ud = &c};
+	r = ws_scan(rootfd, o ? o->limits : NULL, &ops, ret_manifest, notes, err);
+	if (r < 0) /* no end-of-archive marker: a cut stream must not look complete */
+		archive_write_fail(c.a);
+	else if (archive_write_close(c.a) != ARCHIVE_OK) {
+		r = tar_error(&c, err, "the end of the stream");
+		ws_manifest_free(ret_manifest);
+	}
+	archive_write_free(c.a);
+	ws_ignore_free(c.ig);
+	free(c.buf);
+	return r;
+}

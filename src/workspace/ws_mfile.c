@@ -1,0 +1,214 @@
+/* ws_mfile.c — manifest files: one header line, then one line per entry,
+ *
+ *     paddock-manifest 1
+ *     <type> <mode> <size> <sha256|-> <reason> <path> [<target>]
+ *
+ * type f/d/l/x (file, dir, symlink, refused), mode 4 octal digits, size decimal, reason the
+ * enum ws_reason number. Paths and targets are escaped: every byte outside 0x21..0x7e and the
+ * backslash become \xNN, so a line is plain ASCII split on single spaces. The loader trusts
+ * nothing: it re-checks every path, the sort order and the limits. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+
+#include "ws_manifest.h"
+
+#define MFILE_MAGIC "paddock-manifest 1"
+static const char type_chars[WS_TYPE_MAX] = {
+	[WS_FILE] = 'f', [WS_DIR] = 'd', [WS_SYMLINK] = 'l', [WS_REFUSED] = 'x',
+};
+
+static void put_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x21 || *p > 0x7e || *p == '\\')
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+}
+
+static void put_entry(FILE *f, const struct ws_entry *e)
+{
+	char hex[2 * WS_SHA256_LEN + 1] = "-";
+	if (e->type == WS_FILE)
+		ws_sha256_hex(e->sha256, hex);
+	fprintf(f, "%c %04o %" PRIu64 " %s %d ", type_chars[e->type], (unsigned)(e->mode & 0777),
+		e->size, hex, (int)e->reason);
+	put_escaped(f, e->path);
+	if (e->type == WS_SYMLINK) {
+		fputc(' ', f);
+		put_escaped(f, e->target);
+	}
+	fputc('\n', f);
+}
+
+static int write_all_entries(int fd, const struct ws_manifest *m)
+{
+	FILE *f = fdopen(fd, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\n", MFILE_MAGIC);
+	for (size_t i = 0; i < m->n; i++)
+		put_entry(f, &m->v[i]);
+	int r = 0;
+	if (fflush(f) != 0 || ferror(f) || fsync(fd) != 0)
+		r = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int ws_manifest_save(const struct ws_manifest *m, int dirfd, const char *name, pd_err *err)
+{
+	char tmp[WS_TMP_NAME_MAX];
+	int fd, r = ws_tmpfile_at(dirfd, tmp, &fd);
+	if (r < 0)
+		return pd_error(err, r, "cannot create manifest file beside %s", name);
+	r = write_all_entries(fd, m); /* closes fd */
+	if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return pd_error(err, r, "cannot write manifest %s", name);
+	}
+	return 0;
+}
+
+static int hexdigit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static int unescape(const char *s, char **ret)
+{
+	size_t n = strlen(s), j = 0;
+	_cleanup_free_ char *out = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '\\') {
+			out[j++] = s[i];
+			continue;
+		}
+		if (i + 3 >= n || s[i + 1] != 'x')
+			return -EINVAL;
+		int hi = hexdigit(s[i + 2]), lo = hexdigit(s[i + 3]);
+		if (hi < 0 || lo < 0 || (hi | lo) == 0)
+			return -EINVAL; /* no NUL inside a name */
+		out[j++] = (char)(hi << 4 | lo);
+		i += 3;
+	}
+	out[j] = '\0';
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+static enum ws_type type_of(const char *t)
+{
+	for (int i = 1; i < WS_TYPE_MAX; i++)
+		if (t[0] == type_chars[i] && t[1] == '\0')
+			return (enum ws_type)i;
+	return WS_TYPE_INVALID;
+}
+
+static int parse_numbers(char **fld, struct ws_entry *e)
+{
+	char *end;
+	unsigned long mode = strtoul(fld[1], &end, 8);
+	if (*end || mode > 0777 || strlen(fld[1]) != 4)
+		return -EINVAL;
+	e->mode = (mode_t)mode;
+	errno = 0;
+	e->size = strtoull(fld[2], &end, 10);
+	if (*end || errno || fld[2][0] == '-')
+		return -EINVAL;
+	long reason = strtol(fld[4], &end, 10);
+	if (*end || reason < 0 || reason >= WS_R_MAX)
+		return -EINVAL;
+	e->reason = (enum ws_reason)reason;
+	if (e->type == WS_FILE)
+		return ws_sha256_parse(fld[3], e->sha256);
+	return streq(fld[3], "-") ? 0 : -EINVAL;
+}
+
+/* Parses one line (modified in place) into e (strings owned by e). */
+static int parse_line(char *line, const struct ws_limits *lim, struct ws_entry *e)
+{
+	char *fld[8] = {0};
+	size_t n = 0;
+	for (char *tok; n < ARRAY_SIZE(fld) && (tok = strsep(&line, " "));)
+		fld[n++] = tok;
+	if (line || n < 6 || (e->type = type_of(fld[0])) == WS_TYPE_INVALID)
+		return -EINVAL;
+	if (n != (e->type == WS_SYMLINK ? 7u : 6u) || parse_numbers(fld, e) < 0)
+		return -EINVAL;
+	if (unescape(fld[5], &e->path) < 0 || ws_path_check(e->path, strlen(e->path), lim) != WS_OK)
+		return -EINVAL;
+	/* targets are not judged here: a base manifest records the host's own links as they are;
+	 * apply checks every target with ws_symlink_check() before it creates a link */
+	if (e->type == WS_SYMLINK && (unescape(fld[6], &e->target) < 0 || !e->target[0] ||
+				      strlen(e->target) > lim->max_path))
+		return -EINVAL;
+	return 0;
+}
+
+static int add_line(struct ws_manifest *m, char *line, const struct ws_limits *lim)
+{
+	struct ws_entry e = {0};
+	int r = parse_line(line, lim, &e);
+	if (r == 0 && m->n > 0 && strcmp(m->v[m->n - 1].path, e.path) >= 0)
+		r = -EINVAL; /* must be strictly sorted: no duplicates */
+	if (r == 0 && m->n >= lim->max_entries)
+		r = -EFBIG;
+	if (r == 0)
+		ws_manifest_add(m, &e);
+	free(e.path);
+	free(e.target);
+	return r;
+}
+
+static int load_lines(FILE *f, const struct ws_limits *lim, struct ws_manifest *m, size_t *ret_line)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, max = 2 * 4 * lim->max_path + 256;
+	ssize_t n;
+	for (*ret_line = 1; (n = getline(&line, &cap, f)) >= 0; ++*ret_line) {
+		if (n == 0 || line[n - 1] != '\n' || (size_t)n > max)
+			return -EINVAL;
+		line[n - 1] = '\0';
+		if (*ret_line == 1) {
+			if (!streq(line, MFILE_MAGIC))
+				return -EINVAL;
+			continue;
+		}
+		int r = add_line(m, line, lim);
+		if (r < 0)
+			return r;
+	}
+	return *ret_line > 1 ? 0 : -EINVAL;
+}
+
+int ws_manifest_load(int dirfd, const char *name, const struct ws_limits *lim,
+		     struct ws_manifest *ret, pd_err *err)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return pd_error(err, errno, "cannot open manifest %s", name);
+	_cleanup_fclose_ FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return pd_error(err, errno, "cannot open manifest %s", name);
+	}
+	struct ws_manifest m = {0};
+	size_t line = 0;
+	int r = load_lines(f, lim ? lim : &WS_LIMITS_DEFAULT, &m, &line);
+	if (r < 0) {
+		ws_manifest_free(&m);
+		return pd_error_msg(err, r, "manifest %s: bad line %zu", name, line);
+	}
+	*ret = m;
+	return 0;
+}
