@@ -1,0 +1,147 @@
+/* ns_layer.c — pure helpers shared by both sides: layer names and hints, test fault
+ * injection, limits with defaults, name and path validation. */
+#include <limits.h>
+#include <stdarg.h>
+
+#include "runtime/ns/ns.h"
+
+static const char *const layer_names[NS_LAYER_MAX] = {
+	[NS_LAYER_CGROUP] = "cgroup",
+	[NS_LAYER_USERNS] = "userns",
+	[NS_LAYER_NS] = "namespaces",
+	[NS_LAYER_MOUNT] = "mount",
+	[NS_LAYER_PIVOT] = "pivot",
+	[NS_LAYER_FDS] = "fds",
+	[NS_LAYER_NNP] = "nnp",
+	[NS_LAYER_RLIMIT] = "rlimit",
+	[NS_LAYER_CAPS] = "caps",
+	[NS_LAYER_LANDLOCK] = "landlock",
+	[NS_LAYER_SECCOMP] = "seccomp",
+	[NS_LAYER_EXEC] = "exec",
+};
+
+static const char *const layer_hints[NS_LAYER_MAX] = {
+	[NS_LAYER_CGROUP] = "as an ordinary user run `sudo paddock system setup --user $USER` once "
+			    "(or start paddock under `systemd-run --user --scope -p Delegate=yes`)",
+	[NS_LAYER_USERNS] = "user namespaces must be enabled (sysctl kernel.unprivileged_userns_clone=1, "
+			    "user.max_user_namespaces > 0) and uidmap installed; see `paddock doctor`",
+	[NS_LAYER_NS] = "the kernel must allow cgroup, UTS and network namespaces inside a user namespace",
+	[NS_LAYER_MOUNT] = "the kernel must allow tmpfs, overlayfs, proc and devpts mounts in a user namespace "
+			   "(Linux >= 5.12); check the bind paths",
+	[NS_LAYER_PIVOT] = "pivot_root must be allowed in the box's mount namespace",
+	[NS_LAYER_FDS] = "close_range(2) is needed (Linux >= 5.9)",
+	[NS_LAYER_NNP] = "PR_SET_NO_NEW_PRIVS must be available",
+	[NS_LAYER_RLIMIT] = "check the hard limits of the calling process (ulimit -H)",
+	[NS_LAYER_CAPS] = "the capability bounding set must be changeable in the box's user namespace",
+	[NS_LAYER_LANDLOCK] = "Landlock must be enabled (CONFIG_SECURITY_LANDLOCK=y and `landlock` in the lsm= "
+			      "boot parameter); the ns backend does not run without it",
+	[NS_LAYER_SECCOMP] = "seccomp filters must be available (CONFIG_SECCOMP_FILTER=y)",
+	[NS_LAYER_EXEC] = "paddock-init could not be executed (is vm.memfd_noexec set to 2?)",
+};
+
+const char *ns_layer_name(enum ns_layer l)
+{
+	if (l <= NS_LAYER_INVALID || l >= NS_LAYER_MAX)
+		return "unknown";
+	return layer_names[l];
+}
+
+const char *ns_layer_hint(enum ns_layer l)
+{
+	if (l <= NS_LAYER_INVALID || l >= NS_LAYER_MAX)
+		return "run `paddock doctor`";
+	return layer_hints[l];
+}
+
+static enum ns_layer layer_by_name(const char *s, size_t n)
+{
+	for (int l = NS_LAYER_INVALID + 1; l < NS_LAYER_MAX; l++)
+		if (strlen(layer_names[l]) == n && strncmp(layer_names[l], s, n) == 0)
+			return (enum ns_layer)l;
+	return NS_LAYER_INVALID;
+}
+
+unsigned ns_fail_mask_parse(const char *list)
+{
+	unsigned mask = 0;
+	if (!list)
+		return 0;
+	for (const char *s = list; *s;) {
+		size_t n = strcspn(s, ",");
+		enum ns_layer l = layer_by_name(s, n);
+		if (l != NS_LAYER_INVALID)
+			mask |= 1u << l;
+		s += n;
+		if (*s == ',')
+			s++;
+	}
+	return mask;
+}
+
+unsigned ns_fail_mask_from_cfg(const struct box_config *cfg)
+{
+	const char *t = getenv("PADDOCK_TESTING");
+	if (!t || !streq(t, "1"))
+		return 0;
+	return ns_fail_mask_parse(cfg->test_fail_layer);
+}
+
+void ns_limits_from_cfg(const struct box_config *cfg, struct ns_limits *ret)
+{
+	*ret = (struct ns_limits){
+		.memory = cfg->memory ? cfg->memory : NS_DEFAULT_MEMORY,
+		.pids = cfg->pids ? cfg->pids : NS_DEFAULT_PIDS,
+		.cpus_milli = cfg->cpus_milli,
+		.disk = cfg->disk ? cfg->disk : NS_DEFAULT_DISK,
+	};
+}
+
+static bool name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '.' || c == '-';
+}
+
+bool ns_name_valid(const char *name)
+{
+	if (!name || !name[0])
+		return false;
+	size_t n = strlen(name);
+	if (n > 63 || !name_char(name[0]) || name[0] == '_' || name[0] == '.' || name[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!name_char(name[i]))
+			return false;
+	return true;
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool ns_box_path_valid(const char *path)
+{
+	if (!path || path[0] != '/' || path[1] == '\0' || strlen(path) >= PATH_MAX)
+		return false;
+	for (const char *c = path; *c;) {
+		c++; /* skip the '/' */
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += n;
+	}
+	return !under(path, "/proc") && !under(path, "/dev") && !under(path, "/sys");
+}
+
+int ns_fail(struct ns_report *rep, enum ns_layer layer, int code, const char *fmt, ...)
+{
+	va_list ap;
+	rep->layer = layer;
+	rep->code = code > 0 ? code : (code < 0 ? -code : EIO);
+	va_start(ap, fmt);
+	vsnprintf(rep->msg, sizeof(rep->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}

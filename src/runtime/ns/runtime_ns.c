@@ -1,0 +1,380 @@
+/* runtime_ns.c — the ns backend as the supervisor sees it: start (cgroup, clone3 into new
+ * namespaces, id maps, then wait for the child to exec paddock-init or report which layer
+ * failed), kill and cleanup. */
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "runtime/ns/ns.h"
+#include "runtime/ns/ns_cgroup.h"
+#include "runtime/ns/ns_confine.h"
+#include "runtime/ns/ns_etc.h"
+#include "runtime/ns/ns_idmap.h"
+#include "runtime/ns/ns_landlock.h"
+#include "runtime/ns/ns_seccomp.h"
+#include "util/fdio.h"
+#include "util/log.h"
+#ifdef NS_HAVE_GUEST
+#include "guest/blob.h"
+#endif
+
+/* box_handle.priv */
+struct ns_box {
+	struct ns_cgroup *cg;
+};
+
+/* Everything one start owns until it succeeds or is undone. */
+struct start_ctx {
+	struct ns_plan plan;
+	struct ns_idmaps maps;
+	struct ns_limits lim;
+	struct ns_file etc[NS_ETC_N_GENERATED];
+	struct ns_cgroup *cg;
+	int ctl[2], sync[2], report[2];
+	pid_t pid;
+	int pidfd;
+};
+
+/* Rewrites err as "<layer> layer: <what>; refusing to start: <what to do>". */
+static int layer_error(pd_err *err, enum ns_layer l)
+{
+	if (!err)
+		return -EIO;
+	char what[640];
+	size_t n = strnlen(err->msg, sizeof(what) - 1);
+	memcpy(what, err->msg, n);
+	what[n] = '\0';
+	snprintf(err->msg, sizeof(err->msg), "%s layer: %s; refusing to start the box: %s", ns_layer_name(l), what,
+		 ns_layer_hint(l));
+	return -(err->code ? err->code : EIO);
+}
+
+static int injected(const struct start_ctx *c, enum ns_layer l, pd_err *err, const char *what)
+{
+	if (!ns_injected(&c->plan, l))
+		return 0;
+	pd_error(err, EPERM, "%s (injected failure)", what);
+	return layer_error(err, l);
+}
+
+static int validate(const struct box_config *cfg, pd_err *err)
+{
+	if (!ns_name_valid(cfg->name))
+		return pd_error_msg(err, EINVAL, "invalid box name '%s' (1-63 of A-Z a-z 0-9 _ . -)", cfg->name ? cfg->name : "");
+	if (cfg->n_binds > NS_MAX_BINDS)
+		return pd_error_msg(err, E2BIG, "too many binds (%zu, at most %d)", cfg->n_binds, NS_MAX_BINDS);
+	for (size_t i = 0; i < cfg->n_binds; i++) {
+		const struct box_bind *b = &cfg->binds[i];
+		if (!b->host || b->host[0] != '/' || strlen(b->host) >= 4096)
+			return pd_error_msg(err, EINVAL, "bind source '%s' is not an absolute path", b->host ? b->host : "");
+		if (!ns_box_path_valid(b->box))
+			return pd_error_msg(err, EINVAL, "bind target '%s' must be a normalised absolute path outside /proc, /dev and /sys",
+					    b->box ? b->box : "");
+	}
+	return 0;
+}
+
+static int read_cap_last(void)
+{
+	_cleanup_free_ char *s = NULL;
+	if (read_file_at(AT_FDCWD, "/proc/sys/kernel/cap_last_cap", 64, &s, NULL) < 0)
+		return 40; /* CAP_CHECKPOINT_RESTORE, Linux 5.9; dropping unknown caps is harmless */
+	int v = atoi(s);
+	return v > 0 && v < 64 ? v : 40;
+}
+
+static void plan_env(struct ns_plan *p, const char *name)
+{
+	snprintf(p->env_store[0], sizeof(p->env_store[0]), "PADDOCK_CTL_FD=%d", NS_CTL_FD);
+	snprintf(p->env_store[1], sizeof(p->env_store[1]), "PADDOCK_AGENT_UID=%u", NS_AGENT_ID);
+	snprintf(p->env_store[2], sizeof(p->env_store[2]), "PADDOCK_AGENT_GID=%u", NS_AGENT_ID);
+	snprintf(p->env_store[3], sizeof(p->env_store[3]), "PADDOCK_ROOT_OK=%d", p->root_ok ? 1 : 0);
+	snprintf(p->env_store[4], sizeof(p->env_store[4]), "PADDOCK_HOSTNAME=%s", name);
+	for (int i = 0; i < 5; i++)
+		p->envp[i] = p->env_store[i];
+	p->envp[5] = NULL;
+	p->argv[0] = (char *)"paddock-init";
+	p->argv[1] = NULL;
+}
+
+static void plan_limits(struct ns_plan *p, const struct ns_limits *lim)
+{
+	struct rlimit nofile, nproc, fsize;
+	getrlimit(RLIMIT_NOFILE, &nofile);
+	getrlimit(RLIMIT_NPROC, &nproc);
+	getrlimit(RLIMIT_FSIZE, &fsize);
+	ns_rlimits(lim, &nofile, &nproc, &fsize, p);
+	snprintf(p->root_opts, sizeof(p->root_opts), "mode=0755,size=%llu", (unsigned long long)lim->disk);
+	snprintf(p->shm_opts, sizeof(p->shm_opts), "mode=1777,size=%llu", (unsigned long long)(lim->memory / 4));
+	p->caps_keep = ns_caps_keep();
+	p->cap_last = read_cap_last();
+}
+
+static int plan_security(struct ns_plan *p, pd_err *err)
+{
+	p->landlock_abi = ns_landlock_abi();
+	if (p->landlock_abi < 1) {
+		pd_error_msg(err, EOPNOTSUPP, "Landlock is not available in this kernel");
+		return layer_error(err, NS_LAYER_LANDLOCK);
+	}
+	p->ll_handled_fs = ns_landlock_fs_handled(p->landlock_abi);
+	p->ll_scoped = ns_landlock_scoped(p->landlock_abi);
+	if (ns_seccomp_build(&p->seccomp, err) < 0)
+		return layer_error(err, NS_LAYER_SECCOMP);
+	return 0;
+}
+
+/* Builds the plan: everything the child needs, so that it never allocates. */
+static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_fd, pd_err *err)
+{
+	struct ns_plan *p = &c->plan;
+	ns_limits_from_cfg(cfg, &c->lim);
+	p->fail_mask = ns_fail_mask_from_cfg(cfg);
+	if (ns_idmaps_for_caller(&c->maps, err) < 0)
+		return layer_error(err, NS_LAYER_USERNS);
+	p->root_ok = c->maps.root_ok;
+	p->uid = p->gid = p->root_ok ? 0 : NS_AGENT_ID;
+	p->may_setgroups = !c->maps.setgroups_deny;
+	p->tty_gid = ns_idmap_maps(&c->maps.gid, 5) ? 5 : -1;
+	p->hostname = cfg->name;
+	p->binds = cfg->binds;
+	p->n_binds = cfg->n_binds;
+	ns_etc_generate(cfg->name, access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh", c->etc);
+	p->etc_files = c->etc;
+	p->n_etc_files = NS_ETC_N_GENERATED;
+	plan_limits(p, &c->lim);
+	plan_env(p, cfg->name);
+	p->init_fd = init_fd;
+	return plan_security(p, err);
+}
+
+static int make_cgroup(struct start_ctx *c, const char *name, pd_err *err)
+{
+	int r = injected(c, NS_LAYER_CGROUP, err, "cannot create the box cgroup");
+	if (r == 0 && ns_cgroup_create(name, &c->lim, &c->cg, err) < 0)
+		r = layer_error(err, NS_LAYER_CGROUP);
+	return r;
+}
+
+static int open_channels(struct start_ctx *c, pd_err *err)
+{
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->ctl) < 0)
+		return pd_error(err, errno, "cannot create the control socket pair");
+	/* a socket for the go-ahead, so that a child that died early gives EPIPE, not SIGPIPE */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->sync) < 0 || pipe2(c->report, O_CLOEXEC) < 0)
+		return pd_error(err, errno, "cannot create the setup channels");
+	c->plan.ctl_fd = c->ctl[1];
+	c->plan.sync_fd = c->sync[0];
+	c->plan.report_fd = c->report[1];
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* The box's first process, in new user, mount, pid, ipc, uts and network namespaces (the
+ * cgroup namespace comes after the supervisor moved it into the box cgroup). It waits for
+ * the id maps before doing anything. */
+static int spawn(struct start_ctx *c, pd_err *err)
+{
+	struct clone_args ca = {
+		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&c->pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0) {
+		pd_error(err, errno, "cannot create the box's namespaces (clone3)");
+		return layer_error(err, NS_LAYER_USERNS);
+	}
+	if (pid == 0)
+		ns_child_main(&c->plan);
+	c->pid = (pid_t)pid;
+	close_fd(&c->ctl[1]);
+	close_fd(&c->sync[0]);
+	close_fd(&c->report[1]);
+	return 0;
+}
+
+/* Cgroup first (so everything the child allocates from now on is charged and limited), then
+ * the id maps, then the go-ahead. */
+static int release_child(struct start_ctx *c, pd_err *err)
+{
+	if (ns_cgroup_attach(c->cg, c->pid, err) < 0)
+		return layer_error(err, NS_LAYER_CGROUP);
+	int r = injected(c, NS_LAYER_USERNS, err, "cannot write the box's uid map");
+	if (r == 0 && ns_idmaps_write(&c->maps, c->pid, err) < 0)
+		r = layer_error(err, NS_LAYER_USERNS);
+	if (r == 0 && send(c->sync[1], "g", 1, MSG_NOSIGNAL) != 1)
+		r = pd_error(err, errno, "the box's first process died during setup");
+	return r;
+}
+
+static int child_failed(const struct ns_report *rep, pd_err *err)
+{
+	char msg[sizeof(rep->msg) + 1];
+	snprintf(msg, sizeof(msg), "%s", rep->msg);
+	enum ns_layer l = rep->layer > NS_LAYER_INVALID && rep->layer < NS_LAYER_MAX ? (enum ns_layer)rep->layer : NS_LAYER_INVALID;
+	pd_error(err, rep->code, "%s", msg);
+	return layer_error(err, l);
+}
+
+/* EOF on the report pipe: the child either exec'd paddock-init (the pipe was close-on-exec)
+ * or died without a word; waitid tells which. */
+static int check_alive(const struct start_ctx *c, pd_err *err)
+{
+	siginfo_t si = {0};
+	if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0) {
+		pd_error_msg(err, ECHILD, "paddock-init ended during start (%s %d)",
+			     si.si_code == CLD_EXITED ? "exit status" : "signal", si.si_status);
+		return layer_error(err, NS_LAYER_EXEC);
+	}
+	return 0;
+}
+
+static int await_child(struct start_ctx *c, pd_err *err)
+{
+	struct ns_report rep;
+	struct pollfd p = {.fd = c->report[0], .events = POLLIN};
+	int r;
+	while ((r = poll(&p, 1, NS_SETUP_TIMEOUT_MS)) < 0 && errno == EINTR)
+		;
+	if (r == 0) {
+		pd_error_msg(err, ETIMEDOUT, "the box's setup did not finish within %d s", NS_SETUP_TIMEOUT_MS / 1000);
+		return layer_error(err, NS_LAYER_EXEC);
+	}
+	ssize_t n;
+	while ((n = read(c->report[0], &rep, sizeof(rep))) < 0 && errno == EINTR)
+		;
+	if (n == 0)
+		return check_alive(c, err);
+	if (n != (ssize_t)sizeof(rep)) {
+		pd_error_msg(err, EPROTO, "the box's first process sent a truncated failure report");
+		return layer_error(err, NS_LAYER_EXEC);
+	}
+	return child_failed(&rep, err);
+}
+
+/* A child that failed before the go-ahead (a bind source it could not open) has already
+ * said why; that beats the secondary error of talking to a dead process. */
+static int early_report(struct start_ctx *c, int r, pd_err *err)
+{
+	struct ns_report rep;
+	struct pollfd p = {.fd = c->report[0], .events = POLLIN};
+	if (poll(&p, 1, 0) == 1 && read(c->report[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep))
+		return child_failed(&rep, err);
+	return r;
+}
+
+/* Undoes a failed start: the child (and with it its namespaces and mounts) is killed and
+ * reaped, the cgroup removed, every fd closed. */
+static void undo(struct start_ctx *c)
+{
+	if (c->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+	if (c->pid > 0)
+		while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	if (c->cg) {
+		ns_cgroup_kill(c->cg);
+		ns_cgroup_remove(c->cg);
+		ns_cgroup_free(c->cg);
+		c->cg = NULL;
+	}
+	close_fd(&c->pidfd);
+	close_fd(&c->ctl[0]);
+}
+
+static void ctx_free(struct start_ctx *c)
+{
+	int *fds[] = {&c->ctl[0], &c->ctl[1], &c->sync[0], &c->sync[1], &c->report[0], &c->report[1]};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		close_fd(fds[i]);
+	ns_seccomp_free(&c->plan.seccomp);
+	ns_etc_files_free(c->etc, NS_ETC_N_GENERATED);
+}
+
+int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_handle *ret, pd_err *err)
+{
+	struct start_ctx c = {.ctl = {-1, -1}, .sync = {-1, -1}, .report = {-1, -1}, .pidfd = -1};
+	int r = validate(cfg, err);
+	if (r == 0)
+		r = prepare(&c, cfg, init_fd, err);
+	if (r == 0)
+		r = make_cgroup(&c, cfg->name, err);
+	if (r == 0)
+		r = open_channels(&c, err);
+	if (r == 0)
+		r = spawn(&c, err);
+	if (r == 0 && (r = release_child(&c, err)) < 0)
+		r = early_report(&c, r, err);
+	if (r == 0)
+		r = await_child(&c, err);
+	if (r < 0) {
+		undo(&c);
+		ctx_free(&c);
+		return r;
+	}
+	struct ns_box *b = xcalloc(1, sizeof(*b));
+	b->cg = TAKE_PTR(c.cg);
+	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd), .priv = b};
+	ctx_free(&c);
+	pd_debug("ns: box %s is pid %d (root %s)", cfg->name, (int)ret->pid, c.plan.root_ok ? "mapped" : "absent");
+	return 0;
+}
+
+static int ns_start(const struct box_config *cfg, struct box_handle *ret, pd_err *err)
+{
+#ifdef NS_HAVE_GUEST
+	int fd = guest_init_memfd(err);
+	if (fd < 0)
+		return pd_err_prefix(err, "exec layer: cannot load paddock-init");
+	int r = ns_start_with_init(cfg, fd, ret, err);
+	close(fd);
+	return r;
+#else
+	(void)cfg, (void)ret;
+	return pd_error_msg(err, ENOSYS, "exec layer: this build of paddock has no embedded paddock-init");
+#endif
+}
+
+/* SIGKILL to PID 1 through its pidfd ends the pid namespace (the kernel kills every process in
+ * it); the cgroup kill also reaches anything that is somehow in the cgroup but not the pid ns. */
+static void ns_kill(struct box_handle *h)
+{
+	struct ns_box *b = h->priv;
+	if (h->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
+	if (b)
+		ns_cgroup_kill(b->cg);
+}
+
+static void ns_cleanup(struct box_handle *h)
+{
+	struct ns_box *b = h->priv;
+	if (b) {
+		if (ns_cgroup_remove(b->cg) == -EBUSY) {
+			ns_cgroup_kill(b->cg);
+			ns_cgroup_remove(b->cg);
+		}
+		ns_cgroup_free(b->cg);
+		free(b);
+		h->priv = NULL;
+	}
+	close_fd(&h->pidfd);
+}
+
+const struct runtime_ops runtime_ns = {
+	.name = "ns",
+	.start = ns_start,
+	.kill = ns_kill,
+	.cleanup = ns_cleanup,
+};

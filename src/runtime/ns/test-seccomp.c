@@ -1,0 +1,207 @@
+/* test-seccomp.c — the rule table, the personality expansion, and the compiled filter's
+ * behaviour in a child process. */
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <netinet/in.h>
+#include <cmocka.h>
+
+#include "runtime/ns/ns_seccomp.h"
+
+static void test_table(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct ns_sc_rule *r = ns_seccomp_rules(&n);
+	assert_true(n > 50);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_not_equal(seccomp_syscall_resolve_name(r[i].syscall), __NR_SCMP_ERROR);
+		assert_true(strlen(r[i].reason) > 5);
+		assert_true(r[i].n_args <= 2);
+		assert_true(r[i].match != NS_SC_ARGS || r[i].n_args > 0);
+		for (unsigned a = 0; a < r[i].n_args; a++) {
+			assert_true(r[i].args[a].index < 6);
+			assert_int_equal(r[i].args[a].value & ~r[i].args[a].mask, 0);
+		}
+		assert_false(streq(r[i].syscall, "execveat") || streq(r[i].syscall, "execve"));
+		assert_false(streq(r[i].syscall, "ptrace"));
+	}
+}
+
+static bool intended(uint64_t v)
+{
+	uint32_t lo = (uint32_t)v;
+	return (lo & ~NS_PERSONALITY_ALLOWED_BITS) != 0 && lo != 0xffffffffu;
+}
+
+static void test_personality_expansion(void **state)
+{
+	(void)state;
+	struct ns_sc_arg a[NS_PERSONALITY_MAX_RULES];
+	size_t n = ns_seccomp_personality_rules(a);
+	assert_true(n > 0 && n <= NS_PERSONALITY_MAX_RULES);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(a[i].mask >> 32, 0); /* only the low 32 bits, as the kernel reads them */
+	const uint64_t allowed[] = {0, 8, 0x20000, 0x20008, 0xffffffff, UINT64_C(0x100000000), UINT64_C(0xffffffff00000008),
+				    UINT64_C(0x1ffffffff)};
+	const uint64_t denied[] = {0x0040000 /* ADDR_NO_RANDOMIZE */, 0x0400000 /* READ_IMPLIES_EXEC */,
+				   0x0100000 /* MMAP_PAGE_ZERO */, 0x80000000, 1, 0xfffffff7, 0xfffdffff, 0xfffdfff7,
+				   0x7fffffff, 0xfffffffe, UINT64_C(0x100040000), UINT64_C(0xffffffff00040008)};
+	for (size_t i = 0; i < ARRAY_SIZE(allowed); i++)
+		assert_false(ns_seccomp_personality_denied(allowed[i]));
+	for (size_t i = 0; i < ARRAY_SIZE(denied); i++)
+		assert_true(ns_seccomp_personality_denied(denied[i]));
+	/* every single bit and every pair of bits, with and without the allowed ones */
+	for (int b = 0; b < 32; b++)
+		for (int c = 0; c < 32; c++)
+			for (uint64_t extra = 0; extra <= 0x20008; extra += 0x20008) {
+				uint64_t v = (UINT64_C(1) << b) | (UINT64_C(1) << c) | extra;
+				assert_int_equal(ns_seccomp_personality_denied(v), intended(v));
+				assert_int_equal(ns_seccomp_personality_denied(~v & 0xffffffff), intended(~v & 0xffffffff));
+			}
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		assert_int_equal(ns_seccomp_personality_denied(x), intended(x));
+	}
+}
+
+static void test_build(void **state)
+{
+	(void)state;
+	struct sock_fprog prog = {0};
+	pd_err err = {0};
+	assert_int_equal(ns_seccomp_build(&prog, &err), 0);
+	assert_true(prog.len > 10 && prog.len < 4096);
+	assert_non_null(prog.filter);
+	ns_seccomp_free(&prog);
+	assert_null(prog.filter);
+	ns_seccomp_free(NULL);
+}
+
+#define CHECK(n, cond) do { if (!(cond)) _exit(n); } while (0)
+#define DENIED(n, call, e) do { errno = 0; long _r = (call); CHECK(n, _r == -1 && errno == (e)); } while (0)
+
+static void load(void)
+{
+	struct sock_fprog prog;
+	pd_err err;
+	if (ns_seccomp_build(&prog, &err) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		_exit(99);
+}
+
+/* Runs in a child with the filter loaded; exits with the number of the first failed check. */
+static _noreturn_ void behave(void)
+{
+	load();
+	DENIED(1, syscall(SYS_bpf, 0, NULL, 0), EPERM);
+	DENIED(2, syscall(SYS_io_uring_setup, 1, NULL), EPERM);
+	DENIED(3, syscall(SYS_unshare, 0), EPERM);
+	DENIED(4, syscall(SYS_setns, -1, 0), EPERM);
+	DENIED(5, syscall(SYS_clone3, NULL, 0), ENOSYS);
+	long c = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+	if (c == 0)
+		_exit(0);
+	CHECK(6, c == -1 && errno == EPERM);
+	c = syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0);
+	if (c == 0)
+		_exit(0);
+	CHECK(7, c == -1 && errno == EPERM);
+	pid_t f = fork();
+	if (f == 0)
+		_exit(0);
+	CHECK(8, f > 0 && waitpid(f, NULL, 0) == f);
+	char ch = 'x';
+	DENIED(9, syscall(SYS_ioctl, 0, (unsigned long)TIOCSTI, &ch), EPERM);
+	DENIED(10, syscall(SYS_ioctl, 0, (unsigned long)TIOCSTI | (1UL << 32), &ch), EPERM);
+	DENIED(11, syscall(SYS_ioctl, 0, 0x541CUL | (0xabcUL << 40), &ch), EPERM);
+	CHECK(12, syscall(SYS_personality, 0xffffffffUL) >= 0);
+	DENIED(13, syscall(SYS_personality, 0x0040000UL), EPERM);
+	DENIED(14, syscall(SYS_personality, 0x0400000UL | (1UL << 40)), EPERM);
+	CHECK(15, syscall(SYS_personality, 0UL) >= 0);
+	DENIED(16, socket(AF_PACKET, SOCK_RAW, 0), EPERM);
+	DENIED(17, socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_ICMP), EPERM);
+	DENIED(18, socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6), EPERM);
+	DENIED(19, syscall(SYS_socket, (unsigned long)AF_PACKET | (1UL << 32), SOCK_RAW, 0), EPERM);
+	DENIED(20, socket(40 /* AF_VSOCK */, SOCK_STREAM, 0), EPERM);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(21, s >= 0);
+	close(s);
+	DENIED(22, syscall(SYS_mount, "none", "/", "tmpfs", 0, NULL), EPERM);
+	DENIED(23, syscall(SYS_keyctl, 0, 0, 0, 0, 0), EPERM);
+	DENIED(24, syscall(SYS_syslog, 3, NULL, 0), EPERM);
+	DENIED(25, syscall(SYS_open_by_handle_at, -1, NULL, 0), EPERM);
+	DENIED(26, syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), EPERM);
+	DENIED(27, syscall(SYS_userfaultfd, 0), EPERM);
+	DENIED(28, syscall(SYS_fsopen, "tmpfs", 0), EPERM);
+	DENIED(29, syscall(SYS_mount_setattr, -1, "", 0, NULL, 0), EPERM);
+	CHECK(30, getpid() > 0);
+	_exit(0);
+}
+
+static int run(void (*fn)(void))
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		fn();
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+static void test_behaviour(void **state)
+{
+	(void)state;
+	int st = run(behave);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static _noreturn_ void x32_call(void)
+{
+	load();
+	syscall(0x40000000 | SYS_getpid);
+	_exit(0);
+}
+
+static _noreturn_ void i386_call(void)
+{
+	load();
+	int r;
+	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20) : "memory"); /* i386 getpid */
+	_exit(0);
+}
+
+static void test_other_archs_killed(void **state)
+{
+	(void)state;
+	int st = run(x32_call);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSYS);
+	st = run(i386_call);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSYS);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_personality_expansion),
+		cmocka_unit_test(test_build),
+		cmocka_unit_test(test_behaviour),
+		cmocka_unit_test(test_other_archs_killed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
