@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "cli/cli.h"
+#include "runtime/ns/ns_probe.h"
 
 static void line(const char *what, bool ok, const char *detail, const char *fix)
 {
@@ -31,9 +32,39 @@ static bool in_path(const char *prog, char *out, size_t n)
 	return false;
 }
 
-/* ns section: filled in from ns_probe() once the ns backend lands */
 static void report_ns(void)
 {
+	struct ns_probe_result r;
+	bool usable = ns_probe(&r) == 0;
+	char d[PATH_MAX + 64];
+	printf("ns backend (Linux namespaces + seccomp + Landlock + cgroups):\n");
+	line("user namespaces", r.userns, r.userns ? "can be created by this user" : "refused by the kernel",
+	     "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+	     "kernel.apparmor_restrict_unprivileged_userns=0)");
+	snprintf(d, sizeof(d), "%s%s%s%s%s%s%s", r.namespaces & NS_PROBE_MNT ? "mnt " : "",
+		 r.namespaces & NS_PROBE_PID ? "pid " : "", r.namespaces & NS_PROBE_IPC ? "ipc " : "",
+		 r.namespaces & NS_PROBE_UTS ? "uts " : "", r.namespaces & NS_PROBE_NET ? "net " : "",
+		 r.namespaces & NS_PROBE_CGROUP ? "cgroup " : "", r.namespaces & NS_PROBE_USER ? "user" : "");
+	line("namespaces", (r.namespaces & NS_PROBE_ALL) == NS_PROBE_ALL, d, "a kernel built with every CONFIG_*_NS");
+	line("overlayfs in a userns", r.overlay_userns, r.overlay_userns ? "yes" : "no", "Linux 5.11 or later");
+	line("mount API in a userns", r.mount_api, r.mount_api ? "open_tree + mount_setattr" : "no", "Linux 5.12 or later");
+	line("seccomp filters", r.seccomp_filter, r.seccomp_filter ? "yes" : "no", "a kernel with CONFIG_SECCOMP_FILTER");
+	snprintf(d, sizeof(d), "ABI %d", r.landlock_abi);
+	line("Landlock", r.landlock_abi > 0, r.landlock_abi > 0 ? d : "not enabled",
+	     "boot with landlock in lsm= (CONFIG_SECURITY_LANDLOCK)");
+	if (r.cgroup_ok)
+		snprintf(d, sizeof(d), "v%d, boxes go under %s", r.cgroup_version, r.cgroup_path);
+	else
+		snprintf(d, sizeof(d), "v%d: %s", r.cgroup_version, r.cgroup_error);
+	line("cgroups (memory,pids,cpu)", r.cgroup_ok, d, "as root: paddock system setup --user $USER");
+	if (r.subid_range)
+		snprintf(d, sizeof(d), "subordinate ids %u..%u (newuidmap %s)", r.subuid_start,
+			 r.subuid_start + r.subuid_count - 1, r.newuidmap[0] ? r.newuidmap : "not needed");
+	else
+		snprintf(d, sizeof(d), "no subordinate id range: --user root is unavailable");
+	line("root inside boxes", r.subid_range || getuid() == 0, getuid() == 0 ? "yes (host root maps it)" : d,
+	     "as root: usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER; apt-get install uidmap");
+	printf("  verdict: %s\n\n", usable ? "usable" : "NOT usable: see MISSING above");
 }
 
 static void report_vm(void)
@@ -46,10 +77,12 @@ static void report_vm(void)
 		close(fd);
 	line("/dev/kvm", api == KVM_API_VERSION, api == KVM_API_VERSION ? "opens (real guests not yet proven)" : "not usable",
 	     "add yourself to the kvm group, or the vm backend will use TCG (slow)");
-	line("qemu-system-x86_64", in_path("qemu-system-x86_64", p, sizeof(p)), p, "apt-get install qemu-system-x86 qemu-utils");
+	bool qemu = in_path("qemu-system-x86_64", p, sizeof(p));
+	line("qemu-system-x86_64", qemu, qemu ? p : "not found", "apt-get install qemu-system-x86 qemu-utils");
 	line("vm backend", false, "not built yet", NULL);
 	printf("\ngvisor backend:\n");
-	line("runsc", in_path("runsc", p, sizeof(p)), p, "apt-get install runsc");
+	bool have = in_path("runsc", p, sizeof(p));
+	line("runsc", have, have ? p : "not found", "apt-get install runsc");
 	line("gvisor backend", false, "not built yet", NULL);
 }
 

@@ -51,7 +51,7 @@ static char **session_env(const struct box_opts *o)
 {
 	/* the host's TERM so a terminal session renders correctly; nothing else of the host */
 	const char *term = getenv("TERM");
-	char **env = NULL;
+	char **env = strv_copy(o->spec.env);
 	if (term && *term && o->tty != 0 && isatty(STDIN_FILENO)) {
 		_cleanup_free_ char *kv = xasprintf("TERM=%s", term);
 		env = strv_append(env, kv);
@@ -71,8 +71,10 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 	r = box_boot(&o->spec, dir, &box, err);
 	int status = EXIT_FAILURE_PD;
 	if (r == 0) {
+		/* no supervisor here to merge the box's defaults: the request carries them */
 		_cleanup_strv_ char **env = session_env(o);
-		struct session_req req = {.argv = cmd, .env = env, .tty = o->tty};
+		struct session_req req = {.argv = cmd, .env = env, .cwd = o->spec.workdir,
+					  .user = o->spec.user, .tty = o->tty};
 		r = session_run(box.h.ctl_fd, 1, &req, &status, err);
 		/* --rm: nothing inside is worth a graceful stop; kill the whole box at once */
 		box_shutdown(&box, false, 0);
@@ -97,7 +99,13 @@ static int run_persistent(struct box_opts *o, const char *home, char **cmd, pd_e
 	_cleanup_close_ int fd = sup_connect(dir, err);
 	if (fd < 0)
 		return fd;
-	_cleanup_strv_ char **env = session_env(o);
+	/* the supervisor adds the box's -e, user and workdir itself; only TERM comes from here */
+	_cleanup_strv_ char **env = NULL;
+	const char *term = getenv("TERM");
+	if (term && *term && o->tty != 0 && isatty(STDIN_FILENO)) {
+		_cleanup_free_ char *kv = xasprintf("TERM=%s", term);
+		env = strv_append(env, kv);
+	}
 	struct session_req req = {.argv = cmd, .env = env, .tty = o->tty};
 	int status;
 	r = session_run(fd, 1, &req, &status, err);

@@ -63,7 +63,8 @@ t_tty_ctrl_c_reaches_the_box() {
 }
 t_sigint_forwarded_in_pipe_mode() {
 	local f=/tmp/pd-sig.$$
-	pd_run -- sh -c 'trap "echo trapped; exit 5" INT; echo ready; sleep 30 & wait' >$f 2>&1 &
+	# started directly (not through a shell function) so $! is paddock itself
+	"$PADDOCK" run --rm --backend "$PD_BACKEND" -- sh -c 'trap "echo trapped; exit 5" INT; echo ready; sleep 30 & wait' >$f 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do grep -q ready $f 2>/dev/null && break; sleep 0.05; done
 	kill -INT $pid
