@@ -111,7 +111,9 @@ t_readonly_volume_is_readonly() {
 	local d
 	d=$(mktemp -d)
 	echo orig >"$d/f"
-	assert_status 1 pd_run -v "$d:/in:ro" -- sh -c 'echo x >/in/f'
+	local err
+	err=$(pd_run -v "$d:/in:ro" -- sh -c 'echo x >/in/f' 2>&1) && fail "write to a read-only volume succeeded"
+	assert_contains "$err" "Read-only file system"
 	assert_eq "$(cat "$d/f")" "orig"
 	rm -rf "$d"
 }
