@@ -1,0 +1,387 @@
+/* vmboot.c — stage 1 of paddock-init in a vm guest: mount the kernel filesystems, load the
+ * virtio modules, find the control port, mount the box's disk and switch into it (see
+ * vmboot.h). Everything here runs as PID 1 of a guest whose kernel is the boundary: the
+ * guest is the box, so "privileged" steps below only affect the box itself. */
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+
+#include "guest/vmboot.h"
+#include "util/util.h"
+
+#define DEVICE_WAIT_MS 20000 /* TCG on a loaded host is slow; KVM needs a few ms */
+#define MODULE_MAX_BYTES (16u * 1024u * 1024u)
+
+static void vlog(const char *fmt, ...) _printf_(1, 2);
+static void vlog(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	dprintf(STDERR_FILENO, "paddock-init: vmboot: %s\n", buf);
+}
+
+/* ---- pure parts ---------------------------------------------------------------------- */
+
+static bool charset_ok(const char *s, size_t n, const char *set)
+{
+	return n > 0 && strspn(s, set) >= n;
+}
+
+static void cmdline_item(const char *tok, size_t n, struct vmboot_cmdline *c)
+{
+	static const char host_set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+	char val[80];
+	const char *eq = memchr(tok, '=', n);
+	if (!eq || (size_t)(tok + n - eq - 1) >= sizeof(val))
+		return;
+	size_t kl = (size_t)(eq - tok), vl = n - kl - 1;
+	memcpy(val, eq + 1, vl);
+	val[vl] = '\0';
+	if (kl == 13 && !strncmp(tok, "paddock.probe", kl))
+		c->probe = streq(val, "1");
+	else if (kl == 12 && !strncmp(tok, "paddock.root", kl) && vl < sizeof(c->root) &&
+		 charset_ok(val, vl, "abcdefghijklmnopqrstuvwxyz0123456789"))
+		memcpy(c->root, val, vl + 1);
+	else if (kl == 12 && !strncmp(tok, "paddock.host", kl) && vl < sizeof(c->hostname) && val[0] != '-' &&
+		 charset_ok(val, vl, host_set))
+		memcpy(c->hostname, val, vl + 1);
+	else if (kl == 13 && !strncmp(tok, "paddock.agent", kl)) {
+		unsigned u, g;
+		char end;
+		if (sscanf(val, "%u:%u%c", &u, &g, &end) == 2 && u > 0 && g > 0 && u < 65534 && g < 65534)
+			c->agent_uid = u, c->agent_gid = g;
+	}
+}
+
+void vmboot_parse_cmdline(const char *text, struct vmboot_cmdline *ret)
+{
+	*ret = (struct vmboot_cmdline){.root = "vda", .agent_uid = 1000, .agent_gid = 1000};
+	for (const char *p = text; *p;) {
+		p += strspn(p, " \t\n");
+		size_t n = strcspn(p, " \t\n");
+		if (n > 0)
+			cmdline_item(p, n, ret);
+		p += n;
+	}
+}
+
+int vmboot_pick_port(const char *const *names, const char *const *contents, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strcspn(contents[i], "\n");
+		if (strncmp(names[i], "vport", 5) == 0 && l == strlen(VMBOOT_CTL_PORT) &&
+		    strncmp(contents[i], VMBOOT_CTL_PORT, l) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* ---- small I/O helpers ---------------------------------------------------------------- */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void nap(void)
+{
+	struct timespec ts = {0, 2 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+}
+
+/* Reads a small file into buf (NUL-terminated); -errno on failure. */
+static int read_small(const char *path, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, size - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* ---- power off ------------------------------------------------------------------------ */
+
+/* Registered with atexit(): when paddock-init ends (STOP, supervisor gone, fatal error), the
+ * guest powers off cleanly instead of panicking with "Attempted to kill init". */
+static void poweroff_at_exit(void)
+{
+	if (getpid() != 1)
+		return; /* a forked child calling exit() must never take the box down */
+	(void)kill(-1, SIGKILL);
+	for (uint64_t until = mono_ms() + 1000; mono_ms() < until;) {
+		if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+			break;
+		nap();
+	}
+	sync();
+	/* read-only before power-off: the journal is clean for diff/apply on the next boot */
+	(void)mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL);
+	sync();
+	reboot(RB_POWER_OFF);
+}
+
+/* ---- stage 1 steps -------------------------------------------------------------------- */
+
+static int mount_one(const char *src, const char *dst, const char *type, unsigned long flags, const char *data)
+{
+	if (mkdir(dst, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (mount(src, dst, type, flags, data) < 0) {
+		int e = -errno;
+		vlog("cannot mount %s on %s: %s", type, dst, strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
+static int mount_early(void)
+{
+	const unsigned long nse = MS_NOSUID | MS_NOEXEC;
+	int r = mount_one("proc", "/proc", "proc", nse | MS_NODEV, NULL);
+	if (r == 0)
+		r = mount_one("sysfs", "/sys", "sysfs", nse | MS_NODEV, NULL);
+	if (r == 0)
+		r = mount_one("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
+	return r;
+}
+
+/* Loads one module of the initramfs. The modules come from Debian's signed package through
+ * the host's apt and are part of the initramfs the host built: nothing from the box's disk is
+ * loaded here (the disk is not even mounted yet). */
+static int load_module(const char *name)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s.ko", VMBOOT_MODULES_DIR, name);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || syscall(SYS_finit_module, fd, "", 0) < 0) {
+		if (errno == EEXIST)
+			return 0;
+		int e = -errno;
+		vlog("cannot load module %s: %s", name, strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
+static int load_modules(void)
+{
+	char list[8192];
+	int r = read_small(VMBOOT_ORDER_FILE, list, sizeof(list));
+	if (r < 0) {
+		vlog("cannot read %s: %s", VMBOOT_ORDER_FILE, strerror(-r));
+		return r;
+	}
+	for (char *save = NULL, *l = strtok_r(list, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (!charset_ok(l, strlen(l), "abcdefghijklmnopqrstuvwxyz0123456789_"))
+			continue;
+		r = load_module(l);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The index of the control port among /sys/class/virtio-ports entries, or -ENOENT. */
+static int find_port(char *ret_dev, size_t size)
+{
+	_cleanup_closedir_ DIR *d = opendir("/sys/class/virtio-ports");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char p[PATH_MAX], content[128];
+		if (strncmp(de->d_name, "vport", 5) != 0)
+			continue;
+		snprintf(p, sizeof(p), "/sys/class/virtio-ports/%s/name", de->d_name);
+		if (read_small(p, content, sizeof(content)) < 0)
+			continue;
+		const char *names[] = {de->d_name}, *contents[] = {content};
+		if (vmboot_pick_port(names, contents, 1) == 0) {
+			snprintf(ret_dev, size, "/dev/%s", de->d_name);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Ports appear when the host announces them over virtio-serial's control queue, after the
+ * driver probed: poll for them (and for the disk) with a deadline. */
+static int wait_devices(const char *root, char *port, size_t size)
+{
+	char disk[64];
+	snprintf(disk, sizeof(disk), "/dev/%s", root);
+	uint64_t deadline = mono_ms() + DEVICE_WAIT_MS;
+	bool have_port = false, have_disk = false;
+	while (!(have_port && have_disk)) {
+		have_port = have_port || find_port(port, size) == 0;
+		have_disk = have_disk || access(disk, F_OK) == 0;
+		if (mono_ms() > deadline) {
+			vlog("%s did not appear within %d ms", have_port ? disk : "the control port " VMBOOT_CTL_PORT,
+			     DEVICE_WAIT_MS);
+			return -ETIMEDOUT;
+		}
+		if (!(have_port && have_disk))
+			nap();
+	}
+	return 0;
+}
+
+static int open_port(const char *dev)
+{
+	int fd = open(dev, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int e = -errno;
+		vlog("cannot open %s: %s", dev, strerror(-e));
+		return e;
+	}
+	if (fd < 3) { /* the contract wants it above stdio */
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		fd = hi < 0 ? -errno : hi;
+	}
+	return fd;
+}
+
+/* The box's disk as the new root, with the kernel filesystems moved (not re-mounted) into it.
+ * The disk is a qcow2 overlay private to this box: writable, and nothing written reaches the
+ * shared base image. */
+static int mount_root(const char *root)
+{
+	char disk[64];
+	snprintf(disk, sizeof(disk), "/dev/%s", root);
+	int r = mount_one(disk, VMBOOT_NEWROOT, "ext4", MS_NOATIME, NULL);
+	static const char *const moved[] = {"/dev", "/proc", "/sys"};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(moved); i++) {
+		char dst[64];
+		snprintf(dst, sizeof(dst), "%s%s", VMBOOT_NEWROOT, moved[i]);
+		r = mount_one(moved[i], dst, NULL, MS_MOVE, NULL);
+	}
+	const unsigned long nsd = MS_NOSUID | MS_NODEV;
+	if (r == 0)
+		r = mount_one("devpts", VMBOOT_NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+			      "newinstance,ptmxmode=0666,mode=0620,gid=5");
+	if (r == 0)
+		r = mount_one("tmpfs", VMBOOT_NEWROOT "/dev/shm", "tmpfs", nsd, "mode=1777");
+	if (r == 0)
+		r = mount_one("tmpfs", VMBOOT_NEWROOT "/run", "tmpfs", nsd, "mode=0755");
+	if (r == 0)
+		r = mount_one("tmpfs", VMBOOT_NEWROOT "/tmp", "tmpfs", nsd, "mode=1777");
+	return r;
+}
+
+/* The initramfs stays in memory under the new root: free what we put there. */
+static void free_initramfs(void)
+{
+	char list[8192], path[PATH_MAX];
+	if (read_small(VMBOOT_ORDER_FILE, list, sizeof(list)) == 0)
+		for (char *save = NULL, *l = strtok_r(list, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			snprintf(path, sizeof(path), "%s/%s.ko", VMBOOT_MODULES_DIR, l);
+			(void)unlink(path);
+		}
+	(void)unlink(VMBOOT_ORDER_FILE);
+	(void)unlink("/init");
+}
+
+static int switch_root(void)
+{
+	free_initramfs();
+	/* MS_MOVE of the new root onto / and chroot into it: the classic switch_root (initramfs
+	 * cannot be pivot_root'ed away). */
+	if (chdir(VMBOOT_NEWROOT) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+		int e = -errno;
+		vlog("cannot switch to the box's root: %s", strerror(-e));
+		return e;
+	}
+	if (access("/dev/ptmx", F_OK) < 0)
+		(void)symlink("pts/ptmx", "/dev/ptmx");
+	return 0;
+}
+
+static void loopback_up(void)
+{
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return;
+	ifr.ifr_flags |= IFF_UP;
+	(void)ioctl(s, SIOCSIFFLAGS, &ifr);
+}
+
+static void set_contract(int ctl, const struct vmboot_cmdline *c)
+{
+	char v[32];
+	snprintf(v, sizeof(v), "%d", ctl);
+	setenv("PADDOCK_CTL_FD", v, 1);
+	snprintf(v, sizeof(v), "%u", c->agent_uid);
+	setenv("PADDOCK_AGENT_UID", v, 1);
+	snprintf(v, sizeof(v), "%u", c->agent_gid);
+	setenv("PADDOCK_AGENT_GID", v, 1);
+	/* the guest kernel is the boundary: root inside the guest is the box's own root */
+	setenv("PADDOCK_ROOT_OK", "1", 1);
+	if (c->hostname[0]) {
+		setenv("PADDOCK_HOSTNAME", c->hostname, 1);
+		(void)sethostname(c->hostname, strlen(c->hostname));
+	}
+}
+
+static _noreturn_ void probe_poweroff(void)
+{
+	static const char msg[] = VMBOOT_PROBE_MARKER "\n";
+	ssize_t n = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
+	(void)n;
+	(void)tcdrain(STDOUT_FILENO); /* the marker must leave the UART before power-off */
+	reboot(RB_POWER_OFF);
+	_exit(1);
+}
+
+int vmboot(void)
+{
+	if (getpid() != 1)
+		return -EPERM;
+	atexit(poweroff_at_exit);
+	char text[4096], port[PATH_MAX];
+	struct vmboot_cmdline c;
+	int r = mount_early();
+	if (r == 0)
+		r = read_small("/proc/cmdline", text, sizeof(text));
+	if (r < 0)
+		return r;
+	vmboot_parse_cmdline(text, &c);
+	if (c.probe)
+		probe_poweroff();
+	r = load_modules();
+	if (r == 0)
+		r = wait_devices(c.root, port, sizeof(port));
+	if (r < 0)
+		return r;
+	int ctl = open_port(port);
+	if (ctl < 0)
+		return ctl;
+	r = mount_root(c.root);
+	if (r == 0)
+		r = switch_root();
+	if (r < 0) {
+		close(ctl);
+		return r;
+	}
+	loopback_up();
+	set_contract(ctl, &c);
+	return ctl;
+}

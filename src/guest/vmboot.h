@@ -1,0 +1,52 @@
+/* vmboot.h — stage 1 of paddock-init inside a vm guest: from the initramfs to the box's root
+ * filesystem, ending with the control channel open. paddock-init's main calls vmboot() when
+ * it is PID 1 and finds no PADDOCK_CTL_FD in its environment (only a vm guest starts it that
+ * way); afterwards init runs exactly as in the ns backend.
+ *
+ * The constants below are the contract with the host side (src/image/initramfs.c writes the
+ * initramfs, src/runtime/vm/qemu_argv.c writes the kernel command line and the port name). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Modules in the initramfs: VMBOOT_MODULES_DIR/<name>.ko, loaded in the order given (one name
+ * a line) by VMBOOT_ORDER_FILE. */
+#define VMBOOT_MODULES_DIR "/lib/modules"
+#define VMBOOT_ORDER_FILE "/lib/modules/paddock.order"
+#define VMBOOT_NEWROOT "/newroot"
+/* The virtio-serial port that carries the control protocol. */
+#define VMBOOT_CTL_PORT "paddock.ctl"
+/* Printed on the console by a probe boot just before powering off. */
+#define VMBOOT_PROBE_MARKER "paddock-vm-probe-ok"
+
+/* Kernel command-line keys (all optional):
+ *   paddock.probe=1        power off at once after printing VMBOOT_PROBE_MARKER (accelerator
+ *                          probe: proves the kernel reaches user space)
+ *   paddock.root=vda       the root disk's /dev name (default vda)
+ *   paddock.host=NAME      the box's hostname
+ *   paddock.agent=UID:GID  the agent user (default 1000:1000) */
+struct vmboot_cmdline {
+	bool probe;
+	char root[32];
+	char hostname[65];
+	unsigned agent_uid, agent_gid;
+};
+
+/* Parses /proc/cmdline text (pure; unknown keys and malformed values are ignored, each value is
+ * bounded and checked). */
+void vmboot_parse_cmdline(const char *text, struct vmboot_cmdline *ret);
+
+/* Finds the port called VMBOOT_CTL_PORT among /sys/class/virtio-ports entries: given the
+ * entries' names (vport0p1...) and their "name" file contents, returns the index or -1.
+ * Pure; the names come from the kernel. */
+int vmboot_pick_port(const char *const *names, const char *const *contents, size_t n);
+
+/* Stage 1 (see the top of this file). On success the root filesystem is the box's disk, the
+ * control port is open as an fd >= 3, and the environment holds the contract paddock-init
+ * reads (PADDOCK_CTL_FD, PADDOCK_AGENT_UID/GID, PADDOCK_ROOT_OK=1, PADDOCK_HOSTNAME); an
+ * exit() of PID 1 from then on syncs, unmounts and powers the guest off instead of panicking.
+ * A probe boot (paddock.probe=1) powers off inside this call. On failure returns -errno after
+ * one "paddock-init: vmboot: ..." line on the console; the caller then exits, which powers
+ * off (the host sees QEMU exit without a HELLO). */
+int vmboot(void);

@@ -1,0 +1,115 @@
+/* qemu_spawn.c — start, kill and wait for QEMU (see qemu_spawn.h). */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "runtime/vm/qemu_spawn.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+int qemu_find_binary(const char *name, char **ret, pd_err *err)
+{
+	if (strchr(name, '/')) {
+		*ret = xstrdup(name);
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *dirs = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", d, name);
+		if (d[0] == '/' && access(p, X_OK) == 0) {
+			*ret = TAKE_PTR(p);
+			return 0;
+		}
+	}
+	return pd_error_msg(err, ENOENT, "%s not found in PATH (install qemu-system-x86 and qemu-utils)", name);
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static _noreturn_ void child(char *const argv[], const struct qemu_fd *fds, size_t n, int out_fd, pid_t parent)
+{
+	static char *const envp[] = {"LC_ALL=C", NULL};
+	/* The VM must not outlive its supervisor (fail closed); if the parent died before the
+	 * prctl took effect we notice here. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(127);
+	int null = open("/dev/null", O_RDWR);
+	/* Move every source fd above the destination range first, so no dup2 clobbers one. */
+	int high = 3 + (int)n + 64, moved[16];
+	if (null < 0 || n > ARRAY_SIZE(moved))
+		_exit(127);
+	for (size_t i = 0; i < n; i++)
+		if ((moved[i] = fcntl(fds[i].src, F_DUPFD_CLOEXEC, high)) < 0)
+			_exit(127);
+	if (dup2(null, 0) < 0 || dup2(out_fd >= 0 ? out_fd : null, 1) < 0 || dup2(out_fd >= 0 ? out_fd : null, 2) < 0)
+		_exit(127);
+	for (size_t i = 0; i < n; i++)
+		if (dup2(moved[i], fds[i].dst) < 0) /* dup2 leaves the new fd without O_CLOEXEC */
+			_exit(127);
+	/* Nothing else of ours reaches QEMU: everything above the mapped fds closes on exec. */
+	syscall(SYS_close_range, 3 + (unsigned)n, ~0U, CLOSE_RANGE_CLOEXEC);
+	execve(argv[0], argv, envp);
+	_exit(127);
+}
+
+int qemu_spawn(char *const argv[], const struct qemu_fd *fds, size_t n_fds, int out_fd, pid_t *ret_pid,
+	       int *ret_pidfd, pd_err *err)
+{
+	for (size_t i = 0; i < n_fds; i++)
+		if (fds[i].dst != 3 + (int)i || n_fds > 16)
+			return pd_error_msg(err, EINVAL, "qemu: fds must map to 3, 4, ... in order");
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return pd_error(err, errno, "cannot fork to start %s", argv[0]);
+	if (pid == 0)
+		child(argv, fds, n_fds, out_fd, parent);
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	*ret_pid = pid;
+	*ret_pidfd = pidfd; /* pidfd_open fds are O_CLOEXEC */
+	return 0;
+}
+
+void qemu_kill(pid_t pid, int pidfd)
+{
+	if (pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	else if (pid > 0)
+		(void)kill(pid, SIGKILL);
+}
+
+uint64_t qemu_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int qemu_wait(pid_t pid, int pidfd, int timeout_ms, int *ret_status)
+{
+	uint64_t deadline = qemu_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	for (;;) {
+		pid_t r = waitpid(pid, ret_status, WNOHANG);
+		if (r == pid)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		uint64_t now = qemu_now_ms();
+		if (now >= deadline)
+			return 0;
+		int left = (int)(deadline - now);
+		if (pidfd >= 0) {
+			struct pollfd p = {.fd = pidfd, .events = POLLIN};
+			(void)poll(&p, 1, left);
+		} else {
+			(void)poll(NULL, 0, left < 10 ? left : 10);
+		}
+	}
+}

@@ -1,0 +1,2 @@
+/* vm-bench.c — placeholder */
+int main(void) { return 0; }

@@ -1,0 +1,286 @@
+/* vm.c — runtime_vm: start (kernel, initramfs, accelerator, overlay disk, QEMU), kill (QMP
+ * quit, then SIGKILL) and cleanup. See vm.h. */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "guest/blob.h"
+#include "image/initramfs.h"
+#include "image/kernel_cache.h"
+#include "image/kernel_spawn.h"
+#include "runtime/vm/qemu_spawn.h"
+#include "runtime/vm/vm.h"
+#include "runtime/vm/vm_probe.h"
+#include "util/fdio.h"
+#include "util/log.h"
+
+#define VM_DEFAULT_MEMORY_MIB 1024
+#define VM_QMP_QUIT_WAIT_MS 1000
+#define VM_INIT_OVERRIDE_MAX (64u * 1024u * 1024u)
+
+/* box_handle.priv */
+struct vm_box {
+	int qmp_fd;
+	enum vm_accel accel;
+	char reason[320];
+};
+
+char *vm_home(const struct box_config *cfg)
+{
+	const char *env = getenv("PADDOCK_HOME");
+	if (env && env[0] == '/')
+		return xstrdup(env);
+	_cleanup_free_ char *s = xstrdup(cfg->state_dir);
+	for (int i = 0; i < 2; i++) {
+		char *slash = strrchr(s, '/');
+		if (slash && slash != s)
+			*slash = '\0';
+	}
+	return TAKE_PTR(s);
+}
+
+char *vm_base_image(const char *home)
+{
+	const char *env = getenv("PADDOCK_VM_IMAGE");
+	if (env && env[0] == '/')
+		return xstrdup(env);
+	return xasprintf("%s/cache/vm-rootfs/rootfs.img", home);
+}
+
+enum vm_accel_mode vm_accel_mode_from_env(void)
+{
+	enum vm_accel_mode m;
+	return vm_accel_mode_parse(getenv("PADDOCK_VM_ACCEL"), &m) == 0 ? m : VM_ACCEL_MODE_AUTO;
+}
+
+enum vm_accel vm_box_accel(const struct box_handle *h)
+{
+	const struct vm_box *b = h->priv;
+	return b ? b->accel : VM_ACCEL_INVALID;
+}
+
+const char *vm_box_accel_reason(const struct box_handle *h)
+{
+	const struct vm_box *b = h->priv;
+	return b ? b->reason : "";
+}
+
+/* Everything one start owns until it succeeds or is undone. */
+struct start_ctx {
+	const struct box_config *cfg;
+	char *home;
+	struct kernel_cache kernel;
+	char *initrd;
+	char *qemu;
+	char *init_override;
+	struct vm_boot_files files;
+	struct vm_accel_choice accel;
+	char *disk;
+	int ctl[2], qmp[2];
+	int log_fd;
+};
+
+static void start_ctx_done(struct start_ctx *c)
+{
+	free(c->home);
+	kernel_cache_done(&c->kernel);
+	free(c->initrd);
+	free(c->qemu);
+	free(c->init_override);
+	free(c->disk);
+	for (int i = 0; i < 2; i++) {
+		closep(&c->ctl[i]);
+		closep(&c->qmp[i]);
+	}
+	closep(&c->log_fd);
+}
+
+static int validate(const struct box_config *cfg, pd_err *err)
+{
+	if (!cfg->state_dir || cfg->state_dir[0] != '/')
+		return pd_error_msg(err, EINVAL, "vm: the box needs an absolute state directory");
+	/* No host path is ever shared into a guest (no 9p, no virtiofs): the workspace travels by
+	 * copy over the control channel. Refuse rather than silently drop a bind. */
+	if (cfg->n_binds > 0)
+		return pd_error_msg(err, EINVAL, "vm backend shares no host directory (%zu bind(s) asked, first %s); "
+				    "use the workspace copy mode", cfg->n_binds, cfg->binds[0].host);
+	return 0;
+}
+
+/* paddock-init's bytes: the embedded blob; tests (PADDOCK_TESTING=1) may name another build
+ * of it in $PADDOCK_VM_INIT. */
+static int init_bytes(struct start_ctx *c, const uint8_t **ret, size_t *ret_len, pd_err *err)
+{
+	const char *path = getenv("PADDOCK_VM_INIT");
+	const char *testing = getenv("PADDOCK_TESTING");
+	if (path && testing && streq(testing, "1")) {
+		int r = read_file_at(AT_FDCWD, path, VM_INIT_OVERRIDE_MAX, &c->init_override, ret_len);
+		if (r < 0)
+			return pd_error(err, r, "cannot read PADDOCK_VM_INIT %s", path);
+		*ret = (const uint8_t *)c->init_override;
+		return 0;
+	}
+	*ret = guest_init_data(ret_len);
+	return 0;
+}
+
+static int prepare_boot(struct start_ctx *c, pd_err *err)
+{
+	c->home = vm_home(c->cfg);
+	int r = kernel_cache_ensure(c->home, &c->kernel, err);
+	if (r < 0)
+		return pd_err_prefix(err, "guest kernel");
+	const uint8_t *init = NULL;
+	size_t init_len = 0;
+	r = init_bytes(c, &init, &init_len, err);
+	if (r == 0)
+		r = initramfs_ensure(&c->kernel, init, init_len, &c->initrd, err);
+	if (r == 0)
+		r = qemu_find_binary("qemu-system-x86_64", &c->qemu, err);
+	if (r < 0)
+		return r;
+	c->files = (struct vm_boot_files){.home = c->home, .qemu = c->qemu, .kernel = c->kernel.boot_path,
+					  .initrd = c->initrd, .kernel_digest = c->kernel.digest};
+	r = vm_accel_choose(vm_accel_mode_from_env(), &c->files, &c->accel, err);
+	if (r < 0)
+		return r;
+	if (c->accel.accel == VM_ACCEL_TCG)
+		c->files.tsc_khz = vm_host_tsc_khz(c->home);
+	pd_debug("vm %s: accelerator %s", c->cfg->name, c->accel.reason);
+	return 0;
+}
+
+/* The box's disk: a qcow2 overlay over the shared base image. QEMU opens the backing file
+ * read-only, so nothing the guest does (as root, to its whole disk) reaches the base or any
+ * other box (Kata CVE-2020-2025). Kept across restarts: it is the box's state. */
+static int prepare_disk(struct start_ctx *c, pd_err *err)
+{
+	c->disk = xasprintf("%s/disk.qcow2", c->cfg->state_dir);
+	if (access(c->disk, F_OK) == 0)
+		return 0;
+	_cleanup_free_ char *base = vm_base_image(c->home);
+	if (access(base, R_OK) < 0)
+		return pd_error(err, errno, "vm base image %s (build it with scripts/vm-build-rootfs.sh)", base);
+	_cleanup_free_ char *tmp = xasprintf("%s/disk.qcow2.tmp", c->cfg->state_dir);
+	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, tmp, NULL};
+	int r = image_run(argv, NULL, NULL, err);
+	if (r < 0)
+		return pd_err_prefix(err, "cannot create the box's disk");
+	if (rename(tmp, c->disk) < 0)
+		return pd_error(err, errno, "cannot rename %s", tmp);
+	return 0;
+}
+
+static int prepare_channels(struct start_ctx *c, pd_err *err)
+{
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->ctl) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->qmp) < 0)
+		return pd_error(err, errno, "cannot create the control sockets");
+	_cleanup_free_ char *log = xasprintf("%s/qemu.log", c->cfg->state_dir);
+	c->log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (c->log_fd < 0)
+		return pd_error(err, errno, "cannot open %s", log);
+	return 0;
+}
+
+static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q, char *console)
+{
+	const struct box_config *cfg = c->cfg;
+	qemu_config_init(q);
+	q->binary = c->qemu;
+	q->name = cfg->name;
+	q->accel = c->accel.accel;
+	q->memory_mib = cfg->memory ? (cfg->memory + (1u << 20) - 1) >> 20 : VM_DEFAULT_MEMORY_MIB;
+	q->cpus = cfg->cpus_milli ? (cfg->cpus_milli + 999) / 1000 : 1;
+	q->kernel = c->kernel.boot_path;
+	q->initrd = c->initrd;
+	q->tsc_khz = c->files.tsc_khz;
+	q->root_disk = c->disk;
+	q->ctl_fd = 3;
+	q->qmp_fd = 4;
+	q->console_path = console; /* TODO: a bounded ring read by the supervisor */
+}
+
+static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
+{
+	struct qemu_config q;
+	_cleanup_free_ char *console = xasprintf("%s/console.log", c->cfg->state_dir);
+	fill_qemu_config(c, &q, console);
+	_cleanup_strv_ char **argv = NULL;
+	int r = qemu_argv_build(&q, &argv, err);
+	if (r < 0)
+		return r;
+	struct qemu_fd fds[] = {{c->ctl[1], 3}, {c->qmp[1], 4}};
+	pid_t pid;
+	int pidfd;
+	r = qemu_spawn(argv, fds, ARRAY_SIZE(fds), c->log_fd, &pid, &pidfd, err);
+	if (r < 0)
+		return r;
+	struct vm_box *b = xcalloc(1, sizeof(*b));
+	b->qmp_fd = TAKE_FD(c->qmp[0]);
+	b->accel = c->accel.accel;
+	snprintf(b->reason, sizeof(b->reason), "%s", c->accel.reason);
+	*ret = (struct box_handle){.pid = pid, .pidfd = pidfd, .ctl_fd = TAKE_FD(c->ctl[0]), .priv = b};
+	return 0;
+}
+
+static int vm_start(const struct box_config *cfg, struct box_handle *ret, pd_err *err)
+{
+	struct start_ctx c = {.cfg = cfg, .ctl = {-1, -1}, .qmp = {-1, -1}, .log_fd = -1};
+	int r = validate(cfg, err);
+	if (r == 0)
+		r = prepare_boot(&c, err);
+	if (r == 0)
+		r = prepare_disk(&c, err);
+	if (r == 0)
+		r = prepare_channels(&c, err);
+	if (r == 0)
+		r = spawn(&c, ret, err);
+	/* QEMU's ends of the sockets close here: if QEMU dies, the supervisor sees EOF */
+	start_ctx_done(&c);
+	return r;
+}
+
+/* QMP "quit" ends QEMU at once (no guest shutdown: the graceful path is STOP through
+ * paddock-init, before this). The commands are fixed strings; QEMU's replies are not read
+ * (QEMU is on the far side of the boundary once a guest could have escaped into it). */
+static void qmp_quit(int fd)
+{
+	static const char cmds[] = "{\"execute\":\"qmp_capabilities\"}\n{\"execute\":\"quit\"}\n";
+	(void)fd_set_nonblock(fd, true);
+	(void)!write(fd, cmds, sizeof(cmds) - 1);
+}
+
+/* Does not reap: the supervisor waits for and reaps QEMU through pid/pidfd. */
+static void vm_kill(struct box_handle *h)
+{
+	struct vm_box *b = h->priv;
+	if (b && b->qmp_fd >= 0 && h->pidfd >= 0) {
+		qmp_quit(b->qmp_fd);
+		struct pollfd p = {.fd = h->pidfd, .events = POLLIN};
+		if (poll(&p, 1, VM_QMP_QUIT_WAIT_MS) > 0)
+			return;
+	}
+	qemu_kill(h->pid, h->pidfd);
+}
+
+static void vm_cleanup(struct box_handle *h)
+{
+	struct vm_box *b = h->priv;
+	if (b) {
+		closep(&b->qmp_fd);
+		free(b);
+		h->priv = NULL;
+	}
+	closep(&h->pidfd);
+	h->pidfd = -1;
+}
+
+const struct runtime_ops runtime_vm = {
+	.name = "vm",
+	.start = vm_start,
+	.kill = vm_kill,
+	.cleanup = vm_cleanup,
+};

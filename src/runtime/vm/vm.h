@@ -1,0 +1,33 @@
+/* vm.h — the vm backend: one QEMU microVM per box, its own kernel, no host filesystem.
+ *
+ * runtime_vm.start: guest kernel (cached, fetched through apt on first use) + initramfs with
+ * paddock-init + the accelerator decision (accel.h) + a qcow2 overlay of the base image in
+ * the box's state dir + QEMU spawned with a socketpair as the virtio-serial control port and
+ * another as QMP. The handle's ctl_fd speaks the ordinary control protocol with paddock-init
+ * inside the guest; pid/pidfd are QEMU's.
+ *
+ * Files in cfg->state_dir: disk.qcow2 (the box's writable disk, kept across restarts and after
+ * a crash for diff/apply), console.log (serial console; TODO bound it), qemu.log (QEMU's own
+ * stderr). */
+#pragma once
+
+#include "runtime/runtime.h"
+#include "runtime/vm/accel.h"
+
+extern const struct runtime_ops runtime_vm;
+
+/* $PADDOCK_HOME for cfg: the environment's PADDOCK_HOME, else the grandparent of
+ * cfg->state_dir ($PADDOCK_HOME/boxes/NAME). */
+char *vm_home(const struct box_config *cfg);
+
+/* The base root filesystem image (raw ext4). TODO(issue 6): the image store decides; for now
+ * $PADDOCK_HOME/cache/vm-rootfs/rootfs.img, built by scripts/vm-build-rootfs.sh. */
+char *vm_base_image(const char *home);
+
+/* Accelerator mode for new boxes. TODO: a box_config field (--accel); until then
+ * $PADDOCK_VM_ACCEL (auto|kvm|tcg), default auto. */
+enum vm_accel_mode vm_accel_mode_from_env(void);
+
+/* For a started box: the accelerator and the one line saying why. */
+enum vm_accel vm_box_accel(const struct box_handle *h);
+const char *vm_box_accel_reason(const struct box_handle *h);
