@@ -145,6 +145,20 @@ static char *box_cgroup(const char *name, const char *file)
 	return p;
 }
 
+/* Asserts the value of a limit knob of box `name` (file names per cgroup version). */
+static void assert_knob(const char *name, enum ns_cg_ctrl c, const char *v1_file, const char *v2_file, const char *want_v1,
+			const char *want_v2)
+{
+	struct ns_cgroup *cg = NULL;
+	_cleanup_free_ char *text = NULL;
+	assert_int_equal(ns_cgroup_locate(true, &cg, NULL), 0);
+	bool v2 = cg->version == 2;
+	_cleanup_free_ char *path = xasprintf("%s/box-%s/%s", cg->dirs[v2 ? 0 : c], name, v2 ? v2_file : v1_file);
+	ns_cgroup_free(cg);
+	assert_int_equal(read_file_at(AT_FDCWD, path, 4096, &text, NULL), 0);
+	assert_string_equal(text, v2 ? want_v2 : want_v1);
+}
+
 static void assert_no_trace(const char *name)
 {
 	_cleanup_free_ char *dir = box_cgroup(name, NULL);
@@ -196,6 +210,9 @@ static void test_basic(void **state)
 		assert_null(strstr(all, line));
 	}
 	/* limits on the host side */
+	assert_knob("pd-basic", NS_CG_MEMORY, "memory.limit_in_bytes", "memory.max", "536870912\n", "536870912\n");
+	assert_knob("pd-basic", NS_CG_PIDS, "pids.max", "pids.max", "256\n", "256\n");
+	assert_knob("pd-basic", NS_CG_CPU, "cpu.cfs_quota_us", "cpu.max", "50000\n", "50000 100000\n");
 	_cleanup_free_ char *procs = box_cgroup("pd-basic", "cgroup.procs");
 	_cleanup_free_ char *list = NULL;
 	assert_int_equal(read_file_at(AT_FDCWD, procs, 65536, &list, NULL), 0);
@@ -281,6 +298,20 @@ static void test_disk_fill(void **state)
 	got = ask(&h, "fill /usr/big"); /* the overlay upper is on the same tmpfs */
 	assert_int_equal(sscanf(got, "bytes %lld errno %d", &bytes, &e), 2);
 	assert_true(bytes <= (16 << 20) && (e == ENOSPC || e == EFBIG));
+	stop(&h);
+}
+
+static void test_limits_enforced(void **state)
+{
+	(void)state;
+	struct box_config cfg = config("pd-limits");
+	struct box_handle h;
+	cfg.memory = 128u << 20;
+	cfg.pids = 32;
+	must_start(&cfg, &h);
+	/* tail keeps the whole "line" in memory: the memory cgroup kills it */
+	expect_has(&h, "sh head -c 300M /dev/zero | tail -n 1 | wc -c", "Killed");
+	expect_has(&h, "sh i=0; while [ $i -lt 64 ]; do sleep 5 & i=$((i+1)); done", "Cannot fork");
 	stop(&h);
 }
 
@@ -497,6 +528,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_basic, skip_if_unsupported, stop_leftover),
 		cmocka_unit_test_setup_teardown(test_confinement, skip_if_unsupported, stop_leftover),
 		cmocka_unit_test_setup_teardown(test_disk_fill, skip_if_unsupported, stop_leftover),
+		cmocka_unit_test_setup_teardown(test_limits_enforced, skip_if_unsupported, stop_leftover),
 		cmocka_unit_test_setup_teardown(test_daemon_killed, skip_if_unsupported, stop_leftover),
 		cmocka_unit_test_setup_teardown(test_binds, skip_if_unsupported, stop_leftover),
 		cmocka_unit_test_setup_teardown(test_bind_symlink_refused, skip_if_unsupported, stop_leftover),
