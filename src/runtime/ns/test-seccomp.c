@@ -191,7 +191,8 @@ static void test_other_archs_killed(void **state)
 	assert_int_equal(WTERMSIG(st), SIGSYS);
 	st = run(i386_call);
 	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGSYS);
+	/* SIGSEGV: a kernel without IA32 emulation has no int 0x80 entry at all */
+	assert_true(WTERMSIG(st) == SIGSYS || WTERMSIG(st) == SIGSEGV);
 }
 
 int main(void)
