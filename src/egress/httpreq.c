@@ -360,6 +360,18 @@ static const char *check_framing(const struct egress_httpreq_state *s,
 	return NULL;
 }
 
+/* Exactly "METHOD SP target SP HTTP/1.x CRLF": http_parser tolerates extra spaces, and a
+ * request line two parsers could split differently is not worth accepting. */
+static const char *check_request_line(const struct egress_httpreq_state *s,
+				      const struct egress_httpreq *req)
+{
+	size_t m = strlen(req->method), v = s->url_off + s->url_len;
+	if (s->url_off != m + 1 || s->buf[m] != ' ' || v + 11 > req->head_len ||
+	    memcmp(s->buf + v, " HTTP/1.", 8) != 0 || memcmp(s->buf + v + 9, "\r\n", 2) != 0)
+		return "malformed request line";
+	return NULL;
+}
+
 static const char *check_head(struct egress_httpreq_state *s, struct egress_httpreq *req)
 {
 	const char *why = check_raw_head(s->buf, req->head_len);
@@ -371,7 +383,9 @@ static const char *check_head(struct egress_httpreq_state *s, struct egress_http
 		return "only HTTP/1.0 and HTTP/1.1 are supported";
 	req->method = http_method_str((enum http_method)s->parser.method);
 	req->upgrade = s->parser.upgrade;
-	why = parse_target(s, req);
+	why = check_request_line(s, req);
+	if (!why)
+		why = parse_target(s, req);
 	if (!why)
 		why = check_framing(s, req);
 	if (!why)

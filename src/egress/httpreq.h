@@ -41,8 +41,9 @@ struct egress_httpreq {
 	uint16_t port;                  /* origin-form: from Host, default 80 — the transparent
 					 * path compares host only and keeps its own port */
 	size_t head_len;                /* bytes of the head including the final CRLF CRLF */
-	size_t path_off, path_len;      /* origin-form target to send upstream ("" = "/");
-					 * for CONNECT both 0 */
+	size_t path_off, path_len;      /* the target to send upstream in origin-form, in buf:
+					 * empty means "/", one starting with '?' needs a "/"
+					 * before it; for CONNECT both 0 */
 	bool keep_alive;
 	bool upgrade;                   /* Upgrade requested (or CONNECT): the rest is not HTTP */
 	bool chunked;

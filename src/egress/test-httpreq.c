@@ -294,6 +294,23 @@ static void test_versions(void **state)
 	refused("GET /\r\n\r\n", NULL);
 }
 
+static void test_request_line_exact(void **state)
+{
+	refused("GET  / HTTP/1.1\r\nHost: a.com\r\n\r\n", "request line");
+	refused("GET /  HTTP/1.1\r\nHost: a.com\r\n\r\n", "request line");
+	refused("GET / HTTP/1.1 \r\nHost: a.com\r\n\r\n", NULL);
+	refused("GET\t/ HTTP/1.1\r\nHost: a.com\r\n\r\n", NULL);
+	refused("get / HTTP/1.1\r\nHost: a.com\r\n\r\n", NULL);
+	refused("GET / http/1.1\r\nHost: a.com\r\n\r\n", NULL);
+}
+
+static void test_absolute_query_without_path(void **state)
+{
+	const char *h = "GET http://a.com?x=1 HTTP/1.1\r\nHost: a.com\r\n\r\n";
+	ok(h);
+	assert_memory_equal(h + req.path_off, "?x=1", req.path_len);
+}
+
 static void test_bad_target_bytes(void **state)
 {
 	refused("GET /\x80 HTTP/1.1\r\nHost: a.com\r\n\r\n", NULL);
@@ -440,6 +457,8 @@ int main(void)
 		cmocka_unit_test(test_attack_nul_and_controls_in_values),
 		cmocka_unit_test(test_leading_empty_line_refused),
 		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_request_line_exact),
+		cmocka_unit_test(test_absolute_query_without_path),
 		cmocka_unit_test(test_bad_target_bytes),
 		cmocka_unit_test(test_header_count_cap),
 		cmocka_unit_test(test_head_size_cap),

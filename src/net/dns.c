@@ -132,7 +132,8 @@ static int write_reply(const struct query *q, const struct reply *r, uint8_t *ou
 	put16(out + 6, r->with_a);
 	put16(out + 8, 0);
 	put16(out + 10, 0);
-	memcpy(out + DNS_HDR_LEN, q->qsec, qs);
+	if (qs)
+		memcpy(out + DNS_HDR_LEN, q->qsec, qs);
 	if (r->with_a) {
 		uint8_t *a = out + DNS_HDR_LEN + qs;
 		put16(a, 0xc000 | DNS_HDR_LEN); /* pointer to the question name */
