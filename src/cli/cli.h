@@ -41,6 +41,8 @@ int cli_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *ret);
 int cli_env_arg(const char *arg, char ***env);
 /* -v HOST:BOX[:ro|:rw] */
 int cli_parse_bind(const char *arg, struct box_bind *ret, pd_err *err);
+/* --net/--allow/--deny/--resolve/-p: which is 'N','O','P','Q' or 'p'. Returns 0 or EXIT_USAGE. */
+int cli_net_option(const char *verb, int which, const char *arg, struct box_net *net);
 
 /* Options shared by run and create; parsed into a spec. Returns 0, or EXIT_USAGE after
  * printing. *optind_io is advanced past the options. */

@@ -7,7 +7,7 @@
 
 enum {
 	OPT_RM = 0x100, OPT_BACKEND, OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_USER,
-	OPT_WORKSPACE, OPT_HELP,
+	OPT_WORKSPACE, OPT_HELP, OPT_NET, OPT_ALLOW, OPT_DENY, OPT_RESOLVE,
 };
 
 static const struct option box_options[] = {
@@ -26,6 +26,11 @@ static const struct option box_options[] = {
 	{"tty", no_argument, NULL, 't'},
 	{"no-tty", no_argument, NULL, 'T'},
 	{"help", no_argument, NULL, OPT_HELP},
+	{"net", required_argument, NULL, OPT_NET},
+	{"allow", required_argument, NULL, OPT_ALLOW},
+	{"deny", required_argument, NULL, OPT_DENY},
+	{"resolve", required_argument, NULL, OPT_RESOLVE},
+	{"publish", required_argument, NULL, 'p'},
 	{0},
 };
 
@@ -98,6 +103,8 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 	case OPT_HELP: o->help = true; return 0;
 	case OPT_MEMORY: case OPT_DISK: case OPT_CPUS: case OPT_PIDS:
 		return set_limit(verb, c, optarg, s);
+	case OPT_NET: case OPT_ALLOW: case OPT_DENY: case OPT_RESOLVE: case 'p':
+		return cli_net_option(verb, c == 'p' ? 'p' : c - OPT_NET + 'N', optarg, &s->net);
 	default:
 		return cli_usage(verb, "unknown option");
 	}
@@ -108,11 +115,12 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 	*o = (struct box_opts){.tty = -1, .workspace = "none"};
 	o->spec.backend = xstrdup("ns");
 	o->spec.user = xstrdup("agent");
+	o->spec.net.preset = xstrdup("none");
 	o->spec.created = time(NULL);
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:e:v:w:tT", box_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+n:e:v:w:tTp:", box_options, NULL)) != -1) {
 		if (c == '?')
 			return cli_usage(verb, "unknown option or missing value: '%s'", argv[optind - 1]);
 		int r = one_option(verb, c, o);

@@ -31,6 +31,9 @@ struct box_config {
 	/* Tests force a layer to fail (fail-closed checks): a comma-separated list of layer
 	 * names taken from $PADDOCK_TEST_FAIL_LAYER only when PADDOCK_TESTING=1 is set. */
 	const char *test_fail_layer;
+	/* Network (issue 4): when set, the box gets one interface whose frames the supervisor's
+	 * network stack handles (ns: a TAP device in the box's netns, its fd in h->net_fd). */
+	bool network;
 };
 
 /* A running box as the supervisor sees it. */
@@ -38,6 +41,7 @@ struct box_handle {
 	pid_t pid;         /* host pid of the box's PID 1 (or of qemu/runsc) */
 	int ctl_fd;        /* connected control channel to paddock-init, O_CLOEXEC, HELLO not yet read */
 	int pidfd;         /* pidfd of pid, or -1 */
+	int net_fd;        /* the box's network interface as the supervisor sees it (TAP fd), or -1 */
 	void *priv;        /* backend state (cgroup paths, ...) */
 };
 

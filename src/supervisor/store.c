@@ -32,6 +32,13 @@ void box_spec_free(struct box_spec *s)
 	free(s->binds);
 	strv_free(s->env);
 	free(s->workdir);
+	free(s->workspace);
+	free(s->project);
+	free(s->net.preset);
+	strv_free(s->net.allow);
+	strv_free(s->net.deny);
+	strv_free(s->net.resolve);
+	strv_free(s->net.publish);
 	*s = (struct box_spec){0};
 }
 
@@ -112,6 +119,15 @@ char *box_spec_to_json(const struct box_spec *s)
 		cJSON_AddStringToObject(o, "workdir", s->workdir);
 	cJSON_AddNumberToObject(o, "created", (double)s->created);
 	cJSON_AddBoolToObject(o, "rm", s->rm);
+	cJSON_AddStringToObject(o, "workspace", s->workspace ? s->workspace : "none");
+	if (s->project)
+		cJSON_AddStringToObject(o, "project", s->project);
+	cJSON *net = cJSON_AddObjectToObject(o, "net");
+	cJSON_AddStringToObject(net, "preset", s->net.preset ? s->net.preset : "none");
+	json_add_strv(net, "allow", s->net.allow);
+	json_add_strv(net, "deny", s->net.deny);
+	json_add_strv(net, "resolve", s->net.resolve);
+	json_add_strv(net, "publish", s->net.publish);
 	char *r = cJSON_Print(o);
 	cJSON_Delete(o);
 	if (!r)
@@ -149,6 +165,25 @@ static int spec_binds_from_json(const cJSON *a, struct box_spec *s)
 	return 0;
 }
 
+static char **json_strv(const cJSON *a)
+{
+	char **v = xcalloc(1, sizeof(char *));
+	const cJSON *e;
+	cJSON_ArrayForEach(e, a) if (cJSON_IsString(e)) v = strv_append(v, e->valuestring);
+	return v;
+}
+
+static int spec_net_from_json(const cJSON *n, struct box_net *ret)
+{
+	const char *preset = n ? jstr(n, "preset") : NULL;
+	ret->preset = xstrdup(preset ? preset : "none");
+	ret->allow = json_strv(cJSON_GetObjectItemCaseSensitive(n, "allow"));
+	ret->deny = json_strv(cJSON_GetObjectItemCaseSensitive(n, "deny"));
+	ret->resolve = json_strv(cJSON_GetObjectItemCaseSensitive(n, "resolve"));
+	ret->publish = json_strv(cJSON_GetObjectItemCaseSensitive(n, "publish"));
+	return 0;
+}
+
 int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 {
 	cJSON *o = cJSON_Parse(json);
@@ -171,10 +206,14 @@ int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 		s.rm = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rm"));
 		if (jstr(o, "workdir"))
 			s.workdir = xstrdup(jstr(o, "workdir"));
+		s.workspace = xstrdup(jstr(o, "workspace") ? jstr(o, "workspace") : "none");
+		if (jstr(o, "project"))
+			s.project = xstrdup(jstr(o, "project"));
+		r = spec_net_from_json(cJSON_GetObjectItemCaseSensitive(o, "net"), &s.net);
 		const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env"), *e;
 		cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) s.env = strv_append(s.env, e->valuestring);
 		const cJSON *binds = cJSON_GetObjectItemCaseSensitive(o, "binds");
-		if (binds)
+		if (binds && r == 0)
 			r = spec_binds_from_json(binds, &s);
 	}
 	cJSON_Delete(o);

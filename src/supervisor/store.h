@@ -33,6 +33,17 @@ struct box_spec {
 	char *workdir;        /* default cwd of sessions inside the box, or NULL */
 	int64_t created;      /* unix time */
 	bool rm;              /* remove when the supervisor exits (run --rm) */
+	/* workspace (issue 3): how the project appears inside */
+	char *workspace;      /* "none" | "ro" | "rw" | "copy" */
+	char *project;        /* absolute host path of the project, or NULL */
+	/* network (issue 4): the egress policy of this box */
+	struct box_net {
+		char *preset;     /* "none" | "balanced" | "open" */
+		char **allow;     /* rules (policy.h syntax) */
+		char **deny;
+		char **resolve;   /* NAME=ADDR */
+		char **publish;   /* [HOSTADDR:]HOSTPORT:BOXPORT */
+	} net;
 };
 
 struct box_state {

@@ -325,7 +325,8 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	}
 	struct ns_box *b = xcalloc(1, sizeof(*b));
 	b->cg = TAKE_PTR(c.cg);
-	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd), .priv = b};
+	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd),
+				   .net_fd = -1, .priv = b};
 	ctx_free(&c);
 	pd_debug("ns: box %s is pid %d (root %s)", cfg->name, (int)ret->pid, c.plan.root_ok ? "mapped" : "absent");
 	return 0;
