@@ -1,7 +1,7 @@
 # tests/escape/escape-lib.sh — host canaries and probe helpers for the escape tests.
 # Sourced after tests/lib.sh by every tests/escape/*.sh. Each escape test:
 #   esc_begin                       host canaries: files with a random token (in $HOME, /tmp,
-#                                   /var/tmp, the runtime dir), a sleeping process, a listener
+#                                   /var/tmp, /dev/shm, the runtime dir), a sleeping process, a listener
 #                                   on every host address + abstract and pathname unix
 #                                   sockets, hashes of host files that must not change
 #   esc_blocked [run opts] -- SUBCMD ARGS   the probe, in a box, must exit 0 (all blocked)
@@ -13,6 +13,8 @@
 
 : "${PD_PROBE:?set PD_PROBE to the paddock-probe binary (build/tests/probe/paddock-probe)}"
 PD_PROBE=$(realpath "$PD_PROBE")
+# absolute, so tests may cd (the cwd test runs the CLI from a host dir)
+case $PADDOCK in */*) PADDOCK=$(realpath "$PADDOCK") ;; esac
 ESC_PY=${ESC_PY:-/usr/bin/python3}
 ESC_USERS=${ESC_USERS:-agent root}
 _esc_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,7 +53,7 @@ esc_begin() {
 	ESC_DIR=$(mktemp -d /tmp/pdesc.XXXXXX)
 	chmod 0755 "$ESC_DIR"
 	ESC_TOKEN=pdtok-$(_esc_rand)
-	ESC_WATCH=() ESC_HASH=() ESC_FILES=() ESC_MARKERS=() ESC_PIDS=()
+	ESC_WATCH=() ESC_HASH=() ESC_FILES=() ESC_MARKERS=() ESC_PIDS=() ESC_IPC=()
 	esc_on_exit esc_cleanup
 	# a host secret in the CLI's environment: must never reach the box
 	export PD_HOST_SECRET=$ESC_TOKEN
@@ -60,6 +62,8 @@ esc_begin() {
 	esc_canary_file "$ESC_DIR/canary"
 	ESC_VARTMP_CANARY=/var/tmp/pdcanary-$(_esc_rand)
 	esc_canary_file "$ESC_VARTMP_CANARY" || ESC_VARTMP_CANARY=
+	ESC_SHM_CANARY=/dev/shm/pdcanary-$(_esc_rand)
+	esc_canary_file "$ESC_SHM_CANARY" || ESC_SHM_CANARY=
 	ESC_RUN_CANARY=
 	local rundir=${XDG_RUNTIME_DIR:-/run}
 	if [ -w "$rundir" ]; then
@@ -102,21 +106,23 @@ esc_cleanup() {
 	local p
 	for p in "${ESC_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
 	for p in "${ESC_MARKERS[@]}"; do esc_kill_marker "$p"; done
+	[ ${#ESC_IPC[@]} -eq 0 ] || ipcrm "${ESC_IPC[@]}" 2>/dev/null
 	rm -f "${ESC_FILES[@]}"
 	rm -rf "$ESC_DIR"
 	return 0
 }
 
-# live (not zombie) host pids whose comm or command line carries MARKER
+# live (not zombie) host pids whose comm or command line carries MARKER (bash builtins
+# only: this scans every process)
 esc_find_marker() {
-	local p comm cmd stat
+	local p comm stat args
 	for p in /proc/[0-9]*; do
-		comm=$(cat "$p/comm" 2>/dev/null) || continue
-		stat=$(cat "$p/stat" 2>/dev/null) || continue
+		{ read -r comm <"$p/comm" && read -r stat <"$p/stat"; } 2>/dev/null || continue
 		stat=${stat##*) }
 		[ "${stat:0:1}" = Z ] && continue
-		cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
-		if [ "$comm" = "$1" ] || [[ $cmd == *"$1"* ]]; then
+		args=()
+		mapfile -d '' args 2>/dev/null <"$p/cmdline"
+		if [ "$comm" = "$1" ] || [[ " ${args[*]} " == *"$1"* ]]; then
 			echo "${p#/proc/}"
 		fi
 	done
@@ -216,7 +222,21 @@ esc_host_ns() {
 }
 
 # the first line of a host file (the token proving a read reached the host's copy), or ""
-esc_first_line() { head -n1 "$1" 2>/dev/null; }
+# esc_ipc KIND(m|q|s): makes a host System V object (removed at exit), its key in ESC_IPC_KEY
+esc_ipc() {
+	local id
+	case $1 in
+	m) id=$(ipcmk -M 4096 -p 0600) ;;
+	q) id=$(ipcmk -Q -p 0600) ;;
+	s) id=$(ipcmk -S 1 -p 0600) ;;
+	esac
+	id=${id##* }
+	ESC_IPC+=("-$1" "$id")
+	ESC_IPC_KEY=$(ipcs "-$1" | awk -v id="$id" '$2 == id {print $1}')
+	[ -n "$ESC_IPC_KEY" ] || fail "cannot make a System V object (ipcmk -$1)"
+}
+
+esc_first_line() { head -n1 "$1" 2>/dev/null || true; }
 
 # host addresses other than loopback (the box must not reach them either)
 esc_host_addrs() { hostname -I 2>/dev/null; }

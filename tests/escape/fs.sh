@@ -13,10 +13,10 @@ t_read_host_home_canary() {
 	esc_host_unchanged
 }
 
-t_read_host_tmp_var_run_canaries() {
+t_read_host_tmp_var_shm_run_canaries() {
 	esc_begin
 	local f
-	for f in "$ESC_DIR/canary" $ESC_VARTMP_CANARY $ESC_RUN_CANARY; do
+	for f in "$ESC_DIR/canary" $ESC_VARTMP_CANARY $ESC_SHM_CANARY $ESC_RUN_CANARY; do
 		esc_blocked_both -- read-host-file "$f" "$ESC_TOKEN"
 	done
 	esc_host_unchanged
@@ -33,6 +33,24 @@ t_read_etc_shadow() {
 		# the test user cannot read it on the host: the box's agent must not either
 		esc_blocked -- read-host-file /etc/shadow
 	fi
+	esc_host_unchanged
+}
+
+# the host view carries a minimal /etc, never the host's: a canary in host /etc (host root
+# only) and the host's private keys stay out
+t_read_host_etc_canary_and_keys() {
+	esc_begin
+	local f tok
+	if [ -w /etc ]; then
+		f=/etc/pdcanary-$(_esc_rand)
+		esc_canary_file "$f"
+		esc_blocked_both -- read-host-file "$f" "$ESC_TOKEN"
+	fi
+	for f in /etc/ssh/ssh_host_*_key /etc/ssl/private/*.key /etc/ssl/private/*.pem; do
+		if [ ! -f "$f" ] || [ ! -r "$f" ]; then continue; fi
+		tok=$(sed -n 2p "$f") # key material, unique to this host
+		if [ -n "$tok" ]; then esc_blocked_both -- read-host-file "$f" "$tok"; fi
+	done
 	esc_host_unchanged
 }
 
@@ -121,13 +139,39 @@ t_overwrite_exe() {
 	esc_host_unchanged
 }
 
+# no mount in the box exposes a host tree that holds the canaries (a bind of the host's /,
+# of /root or /home, of /tmp)
+t_mount_scan() {
+	esc_begin
+	esc_blocked_both -- mount-scan "$ESC_HOME_CANARY" "$ESC_TOKEN"
+	esc_blocked_both -- mount-scan "$ESC_DIR/canary" "$ESC_TOKEN"
+	esc_host_unchanged
+}
+
+# "shocker": open_by_handle_at of the ext4 root inode behind the host-view mounts
+t_open_by_handle() {
+	esc_begin
+	esc_blocked_both -- open-by-handle
+	esc_host_unchanged
+}
+
+# the CLI runs in a host dir holding a canary: the box must not start there (a host cwd
+# inherited across the pivot is a way out by "..")
+t_cwd_of_cli() {
+	esc_begin
+	(cd "$ESC_DIR" && esc_blocked_both -- cwd "$ESC_TOKEN")
+	esc_host_unchanged
+}
+
+# (the host's mount table is shared with whatever else runs: only the probe's own scratch
+# mounts, which would show up on the host if the box's mounts propagated, are looked for)
 t_mount() {
 	esc_begin
-	local before
-	before=$(wc -l </proc/self/mountinfo)
 	esc_blocked_both -- mount
 	esc_host_unchanged
-	assert_eq "$(wc -l </proc/self/mountinfo)" "$before" "host mount table changed"
+	if grep -q 'pdprobe\.' /proc/self/mountinfo; then
+		fail "a mount made in the box appeared on the host: $(grep 'pdprobe\.' /proc/self/mountinfo)"
+	fi
 }
 
 t_pivot_root() {

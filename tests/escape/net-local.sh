@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/escape/net-local.sh — host-local network reachable from a box: abstract and
 # pathname unix sockets, TCP to host loopback and the host's own addresses, UDP, raw and
-# packet sockets. The host listener (listener.py) logs anything that reaches it; the log
+# packet sockets, AF_VSOCK. The host listener (listener.py) logs anything that reaches it; the log
 # must stay empty.
 #   PADDOCK=build/src/cli/paddock PD_PROBE=build/tests/probe/paddock-probe bash tests/escape/net-local.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -40,6 +40,13 @@ t_host_udp() {
 t_raw_socket() {
 	esc_begin
 	esc_blocked_both -- raw-socket
+	esc_host_unchanged
+}
+
+# AF_VSOCK is not network-namespaced: the VM host's vsock services would be reachable
+t_vsock() {
+	esc_begin
+	esc_blocked_both -- vsock
 	esc_host_unchanged
 }
 

@@ -82,4 +82,16 @@ t_kill_all() {
 	esc_host_unchanged
 }
 
+# System V shm, queue and semaphore made on the host: not visible (own IPC namespace)
+t_sysv_ipc() {
+	esc_begin
+	local keys=() k
+	for k in m q s; do
+		esc_ipc "$k"
+		keys+=("$ESC_IPC_KEY")
+	done
+	esc_blocked_both -- sysv-ipc "${keys[@]}"
+	esc_host_unchanged
+}
+
 run_tests

@@ -10,7 +10,8 @@
 #   PD_PROBE=build/tests/probe/paddock-probe bash tests/escape/selfcheck.sh
 #
 # Exceptions (checked the other way round, see docs/escape-tests.md):
-#   x32 / kmod / kexec  expect 0 when this kernel lacks the ABI/feature (ENOSYS), 1 otherwise
+#   x32 / kmod / kexec / sysrq / ioport / vsock  expect 0 when this kernel lacks the
+#                       feature (ENOSYS, no file), 1 otherwise
 #   daemon              returns 0 by design; the check is that the daemon IS alive on the host
 #   fork-bomb, memory-hog, disk-fill  expect 1 without a limit and 0 under a small rlimit
 #   kill-all            runs in its own PID namespace with a canary it must kill
@@ -89,6 +90,13 @@ expect pivot-root 1 iso "$P" pivot-root
 expect chroot 1 "$P" chroot
 expect mknod 1 "$P" mknod "$W"
 expect dev-access 1 "$P" dev-access
+expect open-by-handle 1 "$P" open-by-handle
+expect mount-scan 1 "$P" mount-scan "$W/canary" "$TOKEN"
+expect cwd 1 /bin/sh -c "cd '$W' && exec '$P' cwd '$TOKEN'"
+shm=$(ipcmk -M 4096 | awk '{print $NF}')
+shmkey=$(ipcs -m | awk -v id="$shm" '$2 == id {print $1}')
+expect sysv-ipc 1 "$P" sysv-ipc "$shmkey"
+ipcrm -m "$shm"
 # --- privileges
 expect setuid-binary-su 1 as_nobody "$P" setuid-binary /usr/bin/su
 expect setuid-binary-self 1 as_nobody "$P" setuid-binary "$W/suid-probe"
@@ -105,6 +113,11 @@ expect userns 1 "$P" userns
 expect clone3-ns 1 "$P" clone3-ns
 expect setns 1 iso_sh "'$P' setns"
 expect ns-distinct 1 "$P" ns-distinct "user=$(stat -Lc %i /proc/self/ns/user)" "mnt=$(stat -Lc %i /proc/self/ns/mnt)"
+expect syslog 1 "$P" syslog
+expect clock-set 1 "$P" clock-set
+expect ioport "$(feature_want CONFIG_X86_IOPL_IOPERM)" "$P" ioport
+expect reboot 1 iso "$P" reboot
+expect vsock "$(feature_want CONFIG_VSOCKETS)" "$P" vsock
 expect bpf 1 "$P" bpf
 expect perf 1 "$P" perf
 expect userfaultfd 1 "$P" userfaultfd

@@ -34,15 +34,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/io.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/klog.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/msg.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/reboot.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -51,6 +59,8 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/reboot.h>
+#include <linux/vm_sockets.h>
 
 #ifndef TIOCL_GETSHIFTSTATE
 #define TIOCL_GETSHIFTSTATE 6
@@ -628,9 +638,10 @@ static const char *fd_kind(mode_t m)
 		: S_ISCHR(m) ? "chardev" : S_ISBLK(m) ? "blockdev" : S_ISLNK(m) ? "symlink" : "other";
 }
 
-/* Climbs from a leaked directory fd with openat(fd, "..") and says whether the top reached
- * is another tree than the box's root: a directory fd from the host escapes any chroot. */
-static void climb_dir_fd(int fd)
+/* Climbs from a directory fd with openat(fd, "..") and says whether the top reached is
+ * another tree than the box's root: a directory fd from the host escapes any chroot. A
+ * leaked fd is an escape whatever the top; for the cwd only another tree is. */
+static void climb_dir_fd(int fd, bool leaked)
 {
 	struct stat top, root;
 	int cur = dup(fd);
@@ -647,10 +658,14 @@ static void climb_dir_fd(int fd)
 		if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 			break;
 	}
-	if (cur >= 0 && fstat(cur, &top) == 0 && stat("/", &root) == 0)
-		report(ESCAPED, "fd %d: openat(\"..\") climbs to %s tree (dev %u:%u ino %ju)", fd,
-		       top.st_dev == root.st_dev && top.st_ino == root.st_ino ? "the box's root" : "ANOTHER",
-		       major(top.st_dev), minor(top.st_dev), (uintmax_t)top.st_ino);
+	if (cur >= 0 && fstat(cur, &top) == 0 && stat("/", &root) == 0) {
+		bool same = top.st_dev == root.st_dev && top.st_ino == root.st_ino;
+		report(leaked || !same ? ESCAPED : BLOCKED, "fd %d: openat(\"..\") climbs to %s (dev %u:%u ino %ju)", fd,
+		       same ? "the box's root" : "ANOTHER tree", major(top.st_dev), minor(top.st_dev),
+		       (uintmax_t)top.st_ino);
+	} else {
+		report(PROBE_ERROR, "fd %d: cannot climb: %s", fd, errname(errno));
+	}
 	close_if(cur);
 }
 
@@ -674,7 +689,7 @@ static int c_leaked_fds(int argc, char **argv)
 			st.st_mode = 0;
 		report(ESCAPED, "fd %d is open: %s -> %s", fd, fd_kind(st.st_mode), target);
 		if (S_ISDIR(st.st_mode))
-			climb_dir_fd(fd);
+			climb_dir_fd(fd, true);
 	}
 	if (!found)
 		report(BLOCKED, "fds 3..4096: none open");
@@ -1290,10 +1305,11 @@ static int c_tioclinux(int argc, char **argv)
 
 /* ---------------------------------------------------------------- namespaces */
 
-static const struct { const char *name; int flag; } ns_flags[] = {
-	{ "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS }, { "net", CLONE_NEWNET },
-	{ "pid", CLONE_NEWPID }, { "uts", CLONE_NEWUTS }, { "ipc", CLONE_NEWIPC },
-	{ "cgroup", CLONE_NEWCGROUP }, { "time", CLONE_NEWTIME },
+static const struct { const char *name, *flag_name; int flag; } ns_flags[] = {
+	{ "user", "CLONE_NEWUSER", CLONE_NEWUSER }, { "mnt", "CLONE_NEWNS", CLONE_NEWNS },
+	{ "net", "CLONE_NEWNET", CLONE_NEWNET }, { "pid", "CLONE_NEWPID", CLONE_NEWPID },
+	{ "uts", "CLONE_NEWUTS", CLONE_NEWUTS }, { "ipc", "CLONE_NEWIPC", CLONE_NEWIPC },
+	{ "cgroup", "CLONE_NEWCGROUP", CLONE_NEWCGROUP }, { "time", "CLONE_NEWTIME", CLONE_NEWTIME },
 };
 
 /* ENOSPC/EUSERS: the user.max_*_namespaces sysctl refused (also a block). */
@@ -1309,8 +1325,8 @@ static int do_unshare(void *arg)
 static int c_userns(int argc, char **argv)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(ns_flags); i++)
-		child_must_fail(do_unshare, (void *)(intptr_t)ns_flags[i].flag, NS_DENIED, "unshare(CLONE_NEW%s)",
-				ns_flags[i].name);
+		child_must_fail(do_unshare, (void *)(intptr_t)ns_flags[i].flag, NS_DENIED, "unshare(%s)",
+				ns_flags[i].flag_name);
 	child_must_fail(do_unshare, (void *)(intptr_t)(CLONE_NEWUSER | CLONE_NEWNS), NS_DENIED,
 			"unshare(CLONE_NEWUSER|CLONE_NEWNS)");
 	return g_verdict;
@@ -2019,6 +2035,228 @@ static int c_kexec(int argc, char **argv)
 	return g_verdict;
 }
 
+/* ---------------------------------------------------------------- more host reach */
+
+/* Tries open_by_handle_at with `fh` relative to the mount of `anchor`; EPERM is the block,
+ * ESTALE/EINVAL come after the privilege check (and mean it passed). */
+static void try_open_handle(const char *anchor, struct file_handle *fh, const char *label)
+{
+	int mfd = open(anchor, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (mfd < 0) {
+		info("open %s: %s (skipped)", anchor, errname(errno));
+		return;
+	}
+	fd = (int)syscall(SYS_open_by_handle_at, mfd, fh, O_RDONLY | O_CLOEXEC);
+	must_be_refused(fd, errno_or(fd), ERRS(EPERM, EACCES, ENOSYS, EOPNOTSUPP), ERRS(ESTALE, EINVAL, ENOENT),
+			"open_by_handle_at(%s, %s)", anchor, label);
+	close_if(fd);
+	close(mfd);
+}
+
+/* open-by-handle: the "shocker" escape. open_by_handle_at opens an inode by number on the
+ * filesystem behind any visible mount, ignoring the mount view: the ext4 root (inode 2)
+ * behind the host-view /usr is the host's /. Tried with a crafted root handle and with the
+ * real handle of each visible directory. */
+static int c_open_by_handle(int argc, char **argv)
+{
+	static const char *const anchors[] = { "/usr", "/", "/etc", "/tmp", "/.probe" };
+	struct { struct file_handle fh; unsigned char bytes[MAX_HANDLE_SZ]; } h;
+	uint32_t root_ino2[2] = { 2, 0 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(anchors); i++) {
+		int mount_id;
+		memset(&h, 0, sizeof(h));
+		h.fh.handle_bytes = MAX_HANDLE_SZ;
+		if (name_to_handle_at(AT_FDCWD, anchors[i], &h.fh, &mount_id, 0) == 0) {
+			char label[64];
+			snprintf(label, sizeof(label), "its own handle, type %d", h.fh.handle_type);
+			try_open_handle(anchors[i], &h.fh, label);
+		}
+		memset(&h, 0, sizeof(h));
+		h.fh.handle_type = 1; /* FILEID_INO32_GEN: ext2/3/4 inode + generation */
+		h.fh.handle_bytes = sizeof(root_ino2);
+		memcpy(h.fh.f_handle, root_ino2, sizeof(root_ino2));
+		try_open_handle(anchors[i], &h.fh, "crafted ext4 root inode 2");
+	}
+	return g_verdict;
+}
+
+/* Undoes mountinfo's octal escapes (\040 for space) in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] && s[3]) {
+			*o++ = (char)(((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* mount-scan HOSTPATH TOKEN: for every mount in the box whose source root is a prefix of
+ * HOSTPATH (a mount of the host's /, or of /root, ...), the host file would be visible at
+ * MOUNTPOINT + rest: it must not be (no mount exposes a host tree holding the canary). */
+static int c_mount_scan(int argc, char **argv)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	int n = 0;
+
+	if (argc < 2 || argv[0][0] != '/' || !f) {
+		if (f)
+			fclose(f);
+		return PROBE_ERROR;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char root[4096], mnt[4096], p[8300];
+		size_t rl;
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2)
+			continue;
+		unescape_mountinfo(root);
+		unescape_mountinfo(mnt);
+		rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
+		if (strncmp(argv[0], root, rl) != 0 || (argv[0][rl] != '/' && rl))
+			continue;
+		n++;
+		snprintf(p, sizeof(p), "%s%s", strcmp(mnt, "/") == 0 ? "" : mnt, argv[0] + rl);
+		info("mount of %s at %s could expose %s", root, mnt, argv[0]);
+		judge_host_read(AT_FDCWD, p, argv[1], p);
+	}
+	fclose(f);
+	info("%d mounts could expose %s", n, argv[0]);
+	return g_verdict;
+}
+
+/* cwd [TOKEN]: the command starts in a directory of the box, not the CLI's host cwd: its
+ * `canary` (the test runs the CLI from a dir holding one) is not there, and climbing ".."
+ * from the cwd ends at the box's /. */
+static int c_cwd(int argc, char **argv)
+{
+	char cwd[4096];
+	int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	info("cwd %s", getcwd(cwd, sizeof(cwd)) ? cwd : errname(errno));
+	if (argc > 0)
+		judge_host_read(AT_FDCWD, "canary", argv[0], "./canary (the CLI's cwd)");
+	if (fd < 0) {
+		report(PROBE_ERROR, "open .: %s", errname(errno));
+		return g_verdict;
+	}
+	climb_dir_fd(fd, false);
+	close(fd);
+	return g_verdict;
+}
+
+static bool parse_key(const char *s, key_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || end == s || *end)
+		return false;
+	*ret = (key_t)v;
+	return true;
+}
+
+/* sysv-ipc KEY...: System V shared memory, message queues and semaphores belong to the
+ * IPC namespace: the host's (the test makes one of each) must not be found. EACCES would
+ * mean the object exists here, i.e. the namespace is shared. */
+static int c_sysv_ipc(int argc, char **argv)
+{
+	const int *ok = ERRS(ENOENT, ENOSYS, EPERM);
+
+	if (argc < 1)
+		return PROBE_ERROR;
+	for (int i = 0; i < argc; i++) {
+		key_t key;
+		long rc;
+		if (!parse_key(argv[i], &key)) {
+			report(PROBE_ERROR, "bad key %s", argv[i]);
+			continue;
+		}
+		rc = shmget(key, 0, 0);
+		must_fail(rc, errno_or(rc), ok, "shmget(%s)", argv[i]);
+		rc = msgget(key, 0);
+		must_fail(rc, errno_or(rc), ok, "msgget(%s)", argv[i]);
+		rc = semget(key, 0, 0);
+		must_fail(rc, errno_or(rc), ok, "semget(%s)", argv[i]);
+	}
+	return g_verdict;
+}
+
+/* vsock: AF_VSOCK is not network-namespaced: from a box it reaches the VM host's (and a
+ * local hypervisor's) vsock services around the box's network. The socket itself must be
+ * refused; nothing is connected. */
+static int c_vsock(int argc, char **argv)
+{
+	const int types[] = { SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM };
+	const char *names[] = { "SOCK_STREAM", "SOCK_SEQPACKET", "SOCK_DGRAM" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++) {
+		int fd = socket(AF_VSOCK, types[i] | SOCK_CLOEXEC, 0);
+		must_fail(fd, errno_or(fd),
+			  ERRS(EPERM, EACCES, EAFNOSUPPORT, ESOCKTNOSUPPORT, EPROTONOSUPPORT, ENOSYS, ENODEV),
+			  "socket(AF_VSOCK, %s)", names[i]);
+		close_if(fd);
+	}
+	return g_verdict;
+}
+
+/* syslog: the kernel log is the host's (addresses, other containers' messages). */
+static int c_syslog(int argc, char **argv)
+{
+	static char buf[4096];
+	long rc;
+
+	rc = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, sizeof(buf));
+	must_fail(rc, errno_or(rc), DENIED, "syslog(READ_ALL)");
+	rc = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	must_fail(rc, errno_or(rc), DENIED, "syslog(SIZE_BUFFER)");
+	return g_verdict;
+}
+
+/* clock-set: the clocks are the host's. Probed harmlessly: settimeofday with only an
+ * out-of-range timezone fails with EINVAL after the CAP_SYS_TIME check, EPERM before it. */
+static int c_clock_set(int argc, char **argv)
+{
+	struct timezone tz = { .tz_minuteswest = 16 * 60 };
+	long rc = settimeofday(NULL, &tz);
+
+	must_be_refused(rc, errno_or(rc), DENIED, ERRS(EINVAL), "settimeofday(tz out of range)");
+	return g_verdict;
+}
+
+/* ioport: raw x86 I/O port access (iopl, ioperm) is host hardware; granted and dropped at
+ * once, no port is touched. */
+static int c_ioport(int argc, char **argv)
+{
+	long rc = iopl(3);
+
+	if (must_fail(rc, errno_or(rc), DENIED, "iopl(3)") == ESCAPED)
+		iopl(0);
+	rc = ioperm(0x80, 1, 1);
+	if (must_fail(rc, errno_or(rc), DENIED, "ioperm(0x80)") == ESCAPED)
+		ioperm(0x80, 1, 0);
+	return g_verdict;
+}
+
+/* reboot: reboot(2) with a command number the kernel does not know: EINVAL comes only after
+ * the CAP_SYS_BOOT check (harmless anywhere), EPERM before it. */
+static int c_reboot(int argc, char **argv)
+{
+	long rc = syscall(SYS_reboot, LINUX_REBOOT_MAGIC1, LINUX_REBOOT_MAGIC2, 0x50414444, NULL);
+
+	must_be_refused(rc, errno_or(rc), DENIED, ERRS(EINVAL), "reboot(unknown command)");
+	return g_verdict;
+}
+
 /* ---------------------------------------------------------------- table and main */
 
 struct check {
@@ -2077,6 +2315,15 @@ static const struct check checks[] = {
 	{ "int80", c_int80, "", "32-bit int $0x80 syscall" },
 	{ "kmod", c_kmod, "", "init_module, finit_module, delete_module" },
 	{ "kexec", c_kexec, "", "kexec_file_load, kexec_load" },
+	{ "open-by-handle", c_open_by_handle, "", "open_by_handle_at of the ext4 root (shocker)" },
+	{ "mount-scan", c_mount_scan, "HOSTPATH TOKEN", "no box mount exposes the host tree holding HOSTPATH" },
+	{ "cwd", c_cwd, "[TOKEN]", "the start directory is the box's, not the CLI's host cwd" },
+	{ "sysv-ipc", c_sysv_ipc, "KEY...", "host System V shm/msg/sem objects not visible" },
+	{ "vsock", c_vsock, "", "AF_VSOCK sockets (not namespaced) refused" },
+	{ "syslog", c_syslog, "", "read the host kernel log" },
+	{ "clock-set", c_clock_set, "", "settimeofday passes the CAP_SYS_TIME check" },
+	{ "ioport", c_ioport, "", "iopl / ioperm" },
+	{ "reboot", c_reboot, "", "reboot(2) passes the CAP_SYS_BOOT check" },
 	{ "list", c_list, "", "print this table" },
 };
 
