@@ -140,10 +140,10 @@ void ns_idmap_build(uint32_t caller_id, bool caller_is_root, const struct ns_sub
 {
 	*ret = (struct ns_idmap){0};
 	uint32_t span = sub ? (sub->count < NS_MAP_SPAN ? sub->count : NS_MAP_SPAN) : 0;
-	/* host root is handled like any caller: inside 1000 (agent) is the caller, so files the
-	 * agent writes into binds belong to whoever started the box; every other inside id comes
-	 * from the subordinate range (root's own, or NS_HOST_ROOT_BASE) */
-	(void)caller_is_root;
+	if (caller_is_root && sub) {
+		add(ret, 0, sub->start, span);
+		return;
+	}
 	if (span > 0)
 		add(ret, 0, sub->start, span < NS_AGENT_ID ? span : NS_AGENT_ID);
 	add(ret, NS_AGENT_ID, caller_id, 1);

@@ -7,11 +7,8 @@
  *    written with newuidmap/newgidmap (setgroups stays "allow" and the child drops groups);
  *  - ordinary caller without a range: only 1000 -> caller, written by us with setgroups
  *    "deny"; inside root does not exist (PADDOCK_ROOT_OK=0);
- *  - host root: like an ordinary caller whose range is root's first /etc/subuid range, else
- *    the fixed range NS_HOST_ROOT_BASE..+65535: inside 1000 (agent) -> 0 (the caller), so
- *    files the box writes belong to root as the issue asks; inside root is NOT host root.
- *    Host root-owned objects the agent could then chmod are bound read-only (device nodes)
- *    or are the box's own (its procfs); see docs/ns-backend.md. */
+ *  - host root: inside 0..65535 -> root's first /etc/subuid range, else the fixed range
+ *    NS_HOST_ROOT_BASE..+65535. Host uid 0 is never mapped into a box. */
 #pragma once
 
 #include "util/error.h"

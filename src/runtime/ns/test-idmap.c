@@ -129,11 +129,10 @@ static void test_build_root(void **state)
 	char buf[64];
 	ns_idmap_build(0, true, &sub, &m);
 	ns_idmap_format(&m, buf, sizeof(buf));
-	assert_string_equal(buf, "0 2000000000 1000\n1000 0 1\n1001 2000001001 64535\n");
-	/* host uid 0 is the agent only: inside root is never host root */
+	assert_string_equal(buf, "0 2000000000 65536\n");
+	/* host uid 0 is never an outside id */
 	for (size_t i = 0; i < m.n; i++)
-		if (m.e[i].outside == 0)
-			assert_int_equal(m.e[i].inside, 1000);
+		assert_int_not_equal(m.e[i].outside, 0);
 }
 
 static void test_format_overflow(void **state)
