@@ -192,6 +192,13 @@ esc_blocked_both() {
 	return $rc
 }
 
+# esc_simple SUBCMD ARGS: the whole test for a probe that needs no canary arguments
+esc_simple() {
+	esc_begin
+	esc_blocked_both -- "$@"
+	esc_host_unchanged
+}
+
 # esc_tty_run [run opts] -- SUBCMD ARGS: like esc_probe_run but with a terminal on the CLI's
 # stdin/stdout/stderr (script(1) allocates it), so the box gets a tty too. ESC_TTY_REDIR
 # (e.g. "</dev/null") is appended to the command inside script.

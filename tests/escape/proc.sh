@@ -7,11 +7,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/escape-lib.sh"
 
 # no capabilities (effective, permitted, bounding, ambient), no_new_privs, seccomp filter
-t_confinement() {
-	esc_begin
-	esc_blocked_both -- confinement
-	esc_host_unchanged
-}
+t_confinement() { esc_simple confinement; }
 
 # user, mnt, pid, net, uts, ipc, cgroup: all new namespaces
 t_ns_distinct() {
@@ -42,17 +38,9 @@ t_setuid_binary() {
 	esc_host_unchanged
 }
 
-t_proc_sys_write() {
-	esc_begin
-	esc_blocked_both -- proc-sys-write
-	esc_host_unchanged
-}
+t_proc_sys_write() { esc_simple proc-sys-write; }
 
-t_sysrq() {
-	esc_begin
-	esc_blocked_both -- sysrq
-	esc_host_unchanged
-}
+t_sysrq() { esc_simple sysrq; }
 
 t_cgroup_release_agent() {
 	esc_begin

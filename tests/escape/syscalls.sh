@@ -7,28 +7,22 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/escape-lib.sh"
 
-_esc_simple() {
-	esc_begin
-	esc_blocked_both -- "$@"
-	esc_host_unchanged
-}
-
-t_userns() { _esc_simple userns; }
-t_clone3_ns() { _esc_simple clone3-ns; }
-t_setns() { _esc_simple setns; }
-t_bpf() { _esc_simple bpf; }
-t_perf_event_open() { _esc_simple perf; }
-t_userfaultfd() { _esc_simple userfaultfd; }
-t_io_uring() { _esc_simple io-uring; }
-t_personality() { _esc_simple personality; }
-t_x32_syscall() { _esc_simple x32; }
-t_int80_syscall() { _esc_simple int80; }
-t_kernel_modules() { _esc_simple kmod; }
-t_kexec() { _esc_simple kexec; }
-t_syslog() { _esc_simple syslog; }
-t_clock_set() { _esc_simple clock-set; }
-t_ioport() { _esc_simple ioport; }
-t_reboot() { _esc_simple reboot; }
+t_userns() { esc_simple userns; }
+t_clone3_ns() { esc_simple clone3-ns; }
+t_setns() { esc_simple setns; }
+t_bpf() { esc_simple bpf; }
+t_perf_event_open() { esc_simple perf; }
+t_userfaultfd() { esc_simple userfaultfd; }
+t_io_uring() { esc_simple io-uring; }
+t_personality() { esc_simple personality; }
+t_x32_syscall() { esc_simple x32; }
+t_int80_syscall() { esc_simple int80; }
+t_kernel_modules() { esc_simple kmod; }
+t_kexec() { esc_simple kexec; }
+t_syslog() { esc_simple syslog; }
+t_clock_set() { esc_simple clock-set; }
+t_ioport() { esc_simple ioport; }
+t_reboot() { esc_simple reboot; }
 
 # keyrings are not namespaced: the probe's key ("paddock-probe") must not appear on the host
 t_keyctl() {
