@@ -52,6 +52,8 @@ static void cmdline_item(const char *tok, size_t n, struct vmboot_cmdline *c)
 	val[vl] = '\0';
 	if (kl == 13 && !strncmp(tok, "paddock.probe", kl))
 		c->probe = streq(val, "1");
+	else if (kl == 13 && !strncmp(tok, "paddock.debug", kl))
+		c->debug = streq(val, "1");
 	else if (kl == 12 && !strncmp(tok, "paddock.root", kl) && vl < sizeof(c->root) &&
 		 charset_ok(val, vl, "abcdefghijklmnopqrstuvwxyz0123456789"))
 		memcpy(c->root, val, vl + 1);
@@ -115,6 +117,18 @@ static int read_small(const char *path, char *buf, size_t size)
 		return -errno;
 	buf[n] = '\0';
 	return 0;
+}
+
+static bool debug;
+
+/* With paddock.debug=1: "vmboot: <step> at <ms since the kernel started>". */
+static void step(const char *what)
+{
+	struct timespec ts;
+	if (!debug)
+		return;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	vlog("%s at %lld ms", what, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 /* ---- power off ------------------------------------------------------------------------ */
@@ -364,13 +378,17 @@ int vmboot(void)
 	if (r < 0)
 		return r;
 	vmboot_parse_cmdline(text, &c);
+	debug = c.debug;
+	step("started");
 	if (c.probe)
 		probe_poweroff();
 	r = load_modules();
+	step("modules loaded");
 	if (r == 0)
 		r = wait_devices(c.root, port, sizeof(port));
 	if (r < 0)
 		return r;
+	step("devices found");
 	int ctl = open_port(port);
 	if (ctl < 0)
 		return ctl;
@@ -383,5 +401,6 @@ int vmboot(void)
 	}
 	loopback_up();
 	set_contract(ctl, &c);
+	step("root switched");
 	return ctl;
 }

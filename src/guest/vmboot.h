@@ -25,9 +25,11 @@
  *                          probe: proves the kernel reaches user space)
  *   paddock.root=vda       the root disk's /dev name (default vda)
  *   paddock.host=NAME      the box's hostname
- *   paddock.agent=UID:GID  the agent user (default 1000:1000) */
+ *   paddock.agent=UID:GID  the agent user (default 1000:1000)
+ *   paddock.debug=1        one console line per stage-1 step, with the time since boot */
 struct vmboot_cmdline {
 	bool probe;
+	bool debug;
 	char root[32];
 	char hostname[65];
 	unsigned agent_uid, agent_gid;

@@ -48,9 +48,10 @@ char *qemu_kernel_cmdline(const struct qemu_config *c)
 	_cleanup_free_ char *tsc = c->accel == VM_ACCEL_TCG && c->tsc_khz
 					   ? xasprintf(" tsc_early_khz=%llu", (unsigned long long)c->tsc_khz)
 					   : xstrdup("");
-	return xasprintf("console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init 8250.nr_uarts=1 "
+	return xasprintf("console=ttyS0 %s panic=-1 rdinit=/init 8250.nr_uarts=1 "
 			 "i8042.noaux i8042.nokbd i8042.nopnp%s paddock.root=vda%s%s%s",
-			 tsc, c->name ? " paddock.host=" : "", c->name ? c->name : "", c->probe ? " paddock.probe=1" : "");
+			 c->verbose ? "loglevel=7 paddock.debug=1" : "quiet loglevel=4", tsc, c->name ? " paddock.host=" : "",
+			 c->name ? c->name : "", c->probe ? " paddock.probe=1" : "");
 }
 
 static bool name_ok(const char *s)

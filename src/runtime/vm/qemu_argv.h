@@ -30,6 +30,7 @@ struct qemu_config {
 	const char *initrd;
 	uint64_t tsc_khz;         /* TCG: host TSC rate for tsc_early_khz= (0: let the guest calibrate) */
 	bool probe;               /* paddock.probe=1: the guest powers off once in user space */
+	bool verbose;             /* kernel messages on the console, stage-1 timings (paddock.debug=1) */
 	const char *root_disk;    /* qcow2 overlay, NULL = no disk (probe boots) */
 	int ctl_fd;               /* connected stream socket for the control port */
 	int qmp_fd;               /* connected stream socket for QMP */

@@ -17,9 +17,11 @@
 #include <time.h>
 
 #include "image/kernel_cache.h"
+#include "image/kernel_spawn.h"
 #include "proto/proto.h"
 #include "runtime/vm/vm.h"
 #include "util/fdio.h"
+#include "util/log.h"
 
 #define BOOT_WAIT_MS 180000
 #define EXEC_WAIT_MS 60000
@@ -53,6 +55,7 @@ static void print_file_tail(const char *dir, const char *name)
 
 static int setup(void **state)
 {
+	pd_log_init();
 	const char *h = getenv("PADDOCK_HOME");
 	home = xstrdup(h && h[0] == '/' ? h : "/var/tmp/paddock-vm-test");
 	setenv("PADDOCK_HOME", home, 1);
@@ -132,37 +135,54 @@ static void stop_and_wait(struct box_handle *h, bool *ret_clean)
 		*ret_clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-static void test_boot_hello_exec(void **state)
+/* start + HELLO exchange; returns start → HELLO in ms */
+static uint64_t box_up(const char *dir, struct box_handle *h, uint8_t *buf)
 {
-	_cleanup_free_ char *boxes = xasprintf("%s/boxes", home);
-	assert_int_equal(mkdir_p(boxes, 0700), 0);
-	_cleanup_free_ char *dir = xasprintf("%s/boxes/vmtest-XXXXXX", home);
-	assert_non_null(mkdtemp(dir));
-	struct box_config cfg = {.name = "vmtest", .state_dir = dir, .memory = 512ull << 20};
-	struct box_handle h;
+	struct box_config cfg = {.name = "vmtest", .state_dir = (char *)dir, .memory = 512ull << 20};
 	pd_err err = {0};
 	uint64_t t0 = now_ms();
-	int r = runtime_vm.start(&cfg, &h, &err);
+	int r = runtime_vm.start(&cfg, h, &err);
 	if (r < 0)
 		fail_msg("runtime_vm.start: %s", err.msg);
-	uint64_t t_started = now_ms();
-	fprintf(stderr, "accelerator %s\n", vm_box_accel_reason(&h));
-
-	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
+	fprintf(stderr, "accelerator %s\n", vm_box_accel_reason(h));
 	struct proto_frame f;
-	r = recv_wait(h.ctl_fd, buf, &f, BOOT_WAIT_MS);
+	r = recv_wait(h->ctl_fd, buf, &f, BOOT_WAIT_MS);
 	if (r < 0) {
 		print_file_tail(dir, "console.log");
 		print_file_tail(dir, "qemu.log");
 		fail_msg("no HELLO from the guest: %s", strerror(-r));
 	}
-	uint64_t t_hello = now_ms();
+	uint64_t ms = now_ms() - t0;
 	uint16_t major, minor;
 	assert_int_equal(proto_decode_hello(&f, &major, &minor), 0);
 	assert_int_equal(major, PROTO_VERSION_MAJOR);
-	assert_int_equal(proto_send_hello(h.ctl_fd), 0);
-	fprintf(stderr, "start() %llu ms, start → HELLO %llu ms\n", (unsigned long long)(t_started - t0),
-		(unsigned long long)(t_hello - t0));
+	assert_int_equal(proto_send_hello(h->ctl_fd), 0);
+	return ms;
+}
+
+static char *new_box_dir(void)
+{
+	_cleanup_free_ char *boxes = xasprintf("%s/boxes", home);
+	assert_int_equal(mkdir_p(boxes, 0700), 0);
+	char *dir = xasprintf("%s/boxes/vmtest-XXXXXX", home);
+	assert_non_null(mkdtemp(dir));
+	return dir;
+}
+
+static void box_done(struct box_handle *h, const char *dir)
+{
+	close(h->ctl_fd);
+	runtime_vm.cleanup(h);
+	assert_int_equal(rm_rf(dir), 0);
+}
+
+static void test_boot_hello_exec(void **state)
+{
+	_cleanup_free_ char *dir = new_box_dir();
+	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
+	struct box_handle h;
+	uint64_t ms = box_up(dir, &h, buf);
+	fprintf(stderr, "start → HELLO %llu ms\n", (unsigned long long)ms);
 
 	struct exec_result res;
 	char *argv[] = {"uname", "-r", NULL};
@@ -175,18 +195,77 @@ static void test_boot_hello_exec(void **state)
 
 	bool clean;
 	stop_and_wait(&h, &clean);
-	if (!clean)
+	if (!clean || pd_debug_enabled)
 		print_file_tail(dir, "console.log");
 	assert_true(clean); /* STOP → sync, unmount, power off → QEMU exits 0 */
-	close(h.ctl_fd);
-	runtime_vm.cleanup(&h);
-	assert_int_equal(rm_rf(dir), 0);
+	box_done(&h, dir);
+}
+
+/* kill (QMP quit, then SIGKILL) ends a running guest at once; the box's disk stays. */
+static void test_kill_keeps_disk(void **state)
+{
+	_cleanup_free_ char *dir = new_box_dir();
+	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
+	struct box_handle h;
+	box_up(dir, &h, buf);
+	uint64_t t0 = now_ms();
+	runtime_vm.kill(&h);
+	runtime_vm.kill(&h); /* safe twice */
+	int status;
+	assert_int_equal(waitpid(h.pid, &status, 0), h.pid);
+	fprintf(stderr, "kill → QEMU gone in %llu ms\n", (unsigned long long)(now_ms() - t0));
+	_cleanup_free_ char *disk = xasprintf("%s/disk.qcow2", dir);
+	assert_int_equal(access(disk, R_OK), 0);
+	box_done(&h, dir);
+}
+
+static char *sha256_file(const char *path)
+{
+	char *argv[] = {"sha256sum", (char *)path, NULL}, *out = NULL;
+	pd_err err = {0};
+	if (image_run(argv, NULL, &out, &err) < 0)
+		fail_msg("%s", err.msg);
+	out[strcspn(out, " ")] = '\0';
+	return out;
+}
+
+/* Attack: root in the guest overwrites its whole root disk. The next box from the same base
+ * boots clean, and the base image's bytes never changed (qcow2 overlay, base opened
+ * read-only by QEMU: Kata CVE-2020-2025). */
+static void test_guest_wipes_disk_base_unchanged(void **state)
+{
+	_cleanup_free_ char *base = vm_base_image(home), *before = sha256_file(base);
+	_cleanup_free_ char *dir = new_box_dir();
+	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
+	struct box_handle h;
+	box_up(dir, &h, buf);
+	struct exec_result res;
+	char *wipe[] = {"sh", "-c", "dd if=/dev/zero of=/dev/vda bs=1M count=64 conv=fsync 2>&1; echo wiped", NULL};
+	run_exec(h.ctl_fd, buf, wipe, &res);
+	res.out[res.out_len] = '\0';
+	assert_non_null(strstr(res.out, "wiped"));
+	runtime_vm.kill(&h);
+	assert_true(waitpid(h.pid, NULL, 0) == h.pid);
+	box_done(&h, dir);
+
+	_cleanup_free_ char *after = sha256_file(base);
+	assert_string_equal(before, after);
+	_cleanup_free_ char *dir2 = new_box_dir();
+	box_up(dir2, &h, buf);
+	char *ls[] = {"ls", "/bin/sh", NULL};
+	run_exec(h.ctl_fd, buf, ls, &res);
+	assert_int_equal(res.status, 0);
+	runtime_vm.kill(&h);
+	assert_true(waitpid(h.pid, NULL, 0) == h.pid);
+	box_done(&h, dir2);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_boot_hello_exec),
+		cmocka_unit_test(test_kill_keeps_disk),
+		cmocka_unit_test(test_guest_wipes_disk_base_unchanged),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -201,6 +201,7 @@ static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q, c
 	q->ctl_fd = 3;
 	q->qmp_fd = 4;
 	q->console_path = console; /* TODO: a bounded ring read by the supervisor */
+	q->verbose = pd_debug_enabled;
 }
 
 static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
@@ -249,8 +250,8 @@ static int vm_start(const struct box_config *cfg, struct box_handle *ret, pd_err
 static void qmp_quit(int fd)
 {
 	static const char cmds[] = "{\"execute\":\"qmp_capabilities\"}\n{\"execute\":\"quit\"}\n";
-	(void)fd_set_nonblock(fd, true);
-	(void)!write(fd, cmds, sizeof(cmds) - 1);
+	/* never blocks, never raises SIGPIPE when QEMU is already gone */
+	(void)send(fd, cmds, sizeof(cmds) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Does not reap: the supervisor waits for and reaps QEMU through pid/pidfd. */
