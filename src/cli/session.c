@@ -37,9 +37,9 @@ static int enter_raw_mode(void)
 	tio_saved = true;
 	atexit(restore_tty);
 	t = saved_tio;
+	/* fully raw: the box's own pty already turns \n into \r\n; our own messages are printed
+	 * after the terminal is restored */
 	cfmakeraw(&t);
-	/* keep output post-processing so our own messages after exit still look right */
-	t.c_oflag |= OPOST;
 	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &t) < 0)
 		return -errno;
 	return 0;
