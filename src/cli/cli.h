@@ -27,6 +27,8 @@ int cmd_logs(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_system(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
 
 /* Prints "paddock VERB: message" and a hint to use --help; returns EXIT_USAGE. */
 int cli_usage(const char *verb, const char *fmt, ...) _printf_(2, 3);
@@ -48,7 +50,7 @@ int cli_net_option(const char *verb, int which, const char *arg, struct box_net 
  * printing. *optind_io is advanced past the options. */
 struct box_opts {
 	struct box_spec spec;
-	const char *workspace;  /* none | ro | rw */
+	const char *workspace;  /* copy | ro | rw | none; NULL = default (copy, see opts.c) */
 	const char *project;    /* -w DIR */
 	int tty;                /* -t = 1, -T = 0, default -1 (auto) */
 	bool rm;

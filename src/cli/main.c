@@ -12,6 +12,8 @@ static const struct verb verbs[] = {
 	{"exec", cmd_exec, "run a command in a running sandbox"},
 	{"shell", cmd_shell, "open a shell in a running sandbox"},
 	{"logs", cmd_logs, "show a sandbox's log"},
+	{"diff", cmd_diff, "show what a sandbox changed in its copy of the project"},
+	{"apply", cmd_apply, "apply a sandbox's changes to the project, safely"},
 	{"doctor", cmd_doctor, "report what this host supports"},
 	{"system", cmd_system, "host setup (root): delegate cgroups to a user"},
 	{"version", cmd_version, "print the version"},

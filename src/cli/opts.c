@@ -94,8 +94,8 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 		return 0;
 	case 'w': o->project = optarg; return 0;
 	case OPT_WORKSPACE:
-		if (!streq(optarg, "none") && !streq(optarg, "ro") && !streq(optarg, "rw"))
-			return cli_usage(verb, "--workspace must be none, ro or rw, got '%s'", optarg);
+		if (!streq(optarg, "none") && !streq(optarg, "ro") && !streq(optarg, "rw") && !streq(optarg, "copy"))
+			return cli_usage(verb, "--workspace must be copy, ro, rw or none, got '%s'", optarg);
 		o->workspace = optarg;
 		return 0;
 	case 't': o->tty = 1; return 0;
@@ -112,7 +112,7 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 
 int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts *o)
 {
-	*o = (struct box_opts){.tty = -1, .workspace = "none"};
+	*o = (struct box_opts){.tty = -1, .workspace = NULL};
 	o->spec.backend = xstrdup("ns");
 	o->spec.user = xstrdup("agent");
 	o->spec.net.preset = xstrdup("none");
@@ -136,8 +136,25 @@ static void add_bind(struct box_spec *s, const char *host, const char *box, bool
 	s->binds[s->n_binds++] = (struct box_bind){xstrdup(host), xstrdup(box), ro};
 }
 
+/* The default: copy the project (-w, else the current directory) — unless that directory is
+ * / or the user's home, which are never copied wholesale by default (secrets live there). */
+static const char *default_workspace(const struct box_opts *o)
+{
+	if (o->project)
+		return "copy";
+	char cwd[PATH_MAX];
+	const char *home = getenv("HOME");
+	if (!getcwd(cwd, sizeof(cwd)) || streq(cwd, "/") || (home && streq(cwd, home)))
+		return "none";
+	return "copy";
+}
+
 int cli_apply_workspace(struct box_opts *o, pd_err *err)
 {
+	if (!o->workspace)
+		o->workspace = default_workspace(o);
+	free(o->spec.workspace);
+	o->spec.workspace = xstrdup(o->workspace);
 	if (streq(o->workspace, "none")) {
 		if (o->project) {
 			if (o->project[0] != '/')
@@ -152,6 +169,12 @@ int cli_apply_workspace(struct box_opts *o, pd_err *err)
 		return pd_error(err, errno, "cannot use '%s' as the project directory", dir);
 	if (streq(real, "/"))
 		return pd_error_msg(err, EINVAL, "refusing to use / as the project directory");
+	o->spec.project = xstrdup(real);
+	if (streq(o->workspace, "copy")) {
+		/* copied in at boot (src/supervisor/wsbox.c); sessions start in the copy */
+		o->spec.workdir = xstrdup("/workspace");
+		return 0;
+	}
 	bool ro = streq(o->workspace, "ro");
 	/* the project appears at its host path (so paths in messages line up) and at /workspace */
 	add_bind(&o->spec, real, real, ro);

@@ -74,6 +74,7 @@ static int send_exec(int fd, uint32_t stream, const struct session_req *req, boo
 
 struct pump {
 	int fd;
+	int in_fd, out_fd, err_fd;
 	struct proto_conn conn; /* non-blocking both ways: we never block sending while the box
 				 * waits for us to read (that would deadlock a `cat`) */
 	uint32_t stream;
@@ -103,7 +104,9 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 	case PROTO_STDOUT:
 	case PROTO_STDERR:
 		/* a reader that went away (EPIPE) is not our failure: keep draining for the status */
-		(void)fd_write_all(f->hdr.type == PROTO_STDOUT ? STDOUT_FILENO : STDERR_FILENO, f->payload, f->hdr.len);
+		if (fd_write_all(f->hdr.type == PROTO_STDOUT ? p->out_fd : p->err_fd, f->payload, f->hdr.len) < 0 &&
+		    errno != EPIPE)
+			p->r = pd_error(p->err, errno, "cannot write the command's output");
 		break;
 	case PROTO_EXIT:
 		if (f->hdr.len != 4) {
@@ -130,7 +133,7 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 static void on_stdin(struct pump *p)
 {
 	uint8_t buf[65536];
-	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+	ssize_t n = read(p->in_fd, buf, sizeof(buf));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
@@ -171,7 +174,7 @@ static int pump_loop(struct pump *p)
 		struct pollfd pf[3] = {
 			{.fd = p->fd, .events = POLLIN | (proto_conn_pending(conn) ? POLLOUT : 0)},
 			{.fd = sig_pipe[0], .events = POLLIN},
-			{.fd = p->stdin_open && !backlog ? STDIN_FILENO : -1, .events = POLLIN},
+			{.fd = p->stdin_open && !backlog ? p->in_fd : -1, .events = POLLIN},
 		};
 		if (poll(pf, 3, -1) < 0) {
 			if (errno == EINTR)
@@ -197,7 +200,8 @@ static int pump_loop(struct pump *p)
 
 int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret_status, pd_err *err)
 {
-	bool tty = req->tty == 1 || (req->tty < 0 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
+	bool tty = !req->redirect &&
+		   (req->tty == 1 || (req->tty < 0 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)));
 	int r = install_signals(tty);
 	if (r < 0)
 		return pd_error(err, r, "cannot install signal handlers");
@@ -208,7 +212,18 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
 		restore_tty();
 		return pd_error(err, r, "cannot send the command to the sandbox");
 	}
-	struct pump p = {.fd = fd, .stream = stream, .tty = tty, .stdin_open = true, .err = err};
+	struct pump p = {.fd = fd, .stream = stream, .tty = tty, .stdin_open = true, .err = err,
+			 .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .err_fd = STDERR_FILENO};
+	if (req->redirect) {
+		p.in_fd = req->in_fd;
+		p.out_fd = req->out_fd;
+		p.err_fd = req->err_fd;
+		if (p.in_fd < 0) {
+			uint8_t zero = 0;
+			p.stdin_open = false;
+			proto_send(fd, PROTO_EOF, 0, stream, &zero, 1);
+		}
+	}
 	proto_conn_init(&p.conn, fd);
 	fd_set_nonblock(fd, true);
 	r = pump_loop(&p);

@@ -12,6 +12,9 @@ struct session_req {
 	const char *cwd;   /* NULL = box default */
 	const char *user;  /* NULL = box default */
 	int tty;           /* 1 = allocate a tty, 0 = pipes, -1 = tty iff stdin is a terminal */
+	/* redirect: use these fds instead of the terminal (never a tty); in_fd -1 = no stdin */
+	bool redirect;
+	int in_fd, out_fd, err_fd;
 };
 
 /* Runs the session on fd (handshake done). Returns 0 with *ret_status (the command's exit

@@ -4,7 +4,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "supervisor/supervisor.h"
+#include "supervisor/wsbox.h"
 #include "util/log.h"
 
 const struct runtime_ops *runtime_by_name(const char *name, pd_err *err)
@@ -74,6 +74,11 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 		return r;
 	}
 	pd_debug("box %s greeted in %lld ms", spec->name, (long long)(now_ms() - t0));
+	r = box_workspace_copyin(&b, spec, box_dir, err);
+	if (r < 0) {
+		box_shutdown(&b, false, 0);
+		return r;
+	}
 	*ret = b;
 	return 0;
 }

@@ -1,0 +1,84 @@
+/* cmd_apply.c — `paddock apply NAME [PATH…]`: writes the box's changes to the host project
+ * through the workspace library's safe apply (docs/workspace.md): exactly what the last
+ * `diff` showed (or a fresh snapshot when there was none), conflicts reported, host-executing
+ * paths skipped unless allowed. */
+#include <getopt.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cli/wsnap.h"
+#include "workspace/ws_apply.h"
+
+struct apply_args {
+	struct ws_apply_opts o;
+	char **allow_exec;
+	bool fresh;
+};
+
+static int parse(int argc, char **argv, struct apply_args *a)
+{
+	static const struct option opts[] = {
+		{"dry-run", no_argument, NULL, 'n'}, {"force", no_argument, NULL, 'f'},
+		{"allow-exec-paths", required_argument, NULL, 'x'}, {"fresh", no_argument, NULL, 'F'},
+		{"help", no_argument, NULL, 'h'}, {0}};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+nf", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n': a->o.dry_run = true; break;
+		case 'f': a->o.force = true; break;
+		case 'F': a->fresh = true; break;
+		case 'x': a->allow_exec = strv_append(a->allow_exec, optarg); break;
+		case 'h':
+			printf("Usage: paddock apply [--dry-run] [--force] [--allow-exec-paths PATH]... NAME [PATH...]\n\n"
+			       "Write the sandbox's changes into the host project: exactly what the last 'paddock diff'\n"
+			       "showed (--fresh takes a new snapshot instead). A host file changed since the copy-in is a\n"
+			       "conflict and is left alone unless --force. Paths that make the host run code are skipped\n"
+			       "unless named with --allow-exec-paths. Each file is replaced atomically; re-running an\n"
+			       "interrupted apply completes it. Exit status 1 when anything was not applied.\n");
+			return 1;
+		default:
+			return cli_usage("apply", "unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage("apply", "which sandbox?");
+	a->o.allow_exec = a->allow_exec;
+	return 0;
+}
+
+int cmd_apply(int argc, char **argv)
+{
+	struct apply_args a = {0};
+	int r = parse(argc, argv, &a);
+	if (r) {
+		strv_free(a.allow_exec);
+		return r == 1 ? 0 : r;
+	}
+	const char *name = argv[optind++];
+	a.o.paths = optind < argc ? argv + optind : NULL;
+	pd_err err = {0};
+	struct wsnap s;
+	r = a.fresh ? -ENOENT : wsnap_load(name, &s, &err);
+	if (r == -ENOENT) {
+		if (!a.fresh)
+			wsnap_free(&s);
+		r = wsnap_take(name, &s, &err);
+	} else if (r == 0)
+		fprintf(stderr, "paddock: applying the changes 'paddock diff' showed %llds ago (--fresh for a new snapshot)\n",
+			(long long)(time(NULL) - s.taken));
+	struct ws_apply_report rep = {0};
+	if (r == 0)
+		r = ws_apply(s.project, &s.base, &s.box, s.staging_fd, &a.o, &rep, &err);
+	if (r == 0)
+		ws_apply_report_render(stdout, &rep, isatty(STDOUT_FILENO));
+	bool clean = r == 0 && rep.count[WS_CONFLICT] == 0 && rep.count[WS_REFUSED_ENTRY] == 0 &&
+		     rep.count[WS_FAILED] == 0 && rep.count[WS_SKIPPED_EXEC] == 0;
+	ws_apply_report_free(&rep);
+	wsnap_free(&s);
+	strv_free(a.allow_exec);
+	if (r < 0)
+		return cli_fail(&err);
+	return clean ? 0 : 1;
+}

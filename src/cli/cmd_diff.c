@@ -1,0 +1,73 @@
+/* cmd_diff.c — `paddock diff NAME [--stat] [--json] [PATH…]`: what the box changed in its
+ * copy of the project. The snapshot it shows is saved; `apply` applies exactly that. */
+#include <fcntl.h>
+#include <getopt.h>
+
+#include "cli/cli.h"
+#include "cli/wsnap.h"
+#include "workspace/ws_diff.h"
+
+static void print_notes(const struct ws_notes *n)
+{
+	for (size_t i = 0; i < n->n && i < 20; i++)
+		fprintf(stderr, "paddock: note: %s: %s\n", ws_reason_str(n->v[i].reason),
+			n->v[i].detail ? n->v[i].detail : "left out");
+	if (n->n > 20 || n->dropped)
+		fprintf(stderr, "paddock: note: … and %zu more\n", n->n - (n->n > 20 ? 20 : n->n) + n->dropped);
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"stat", no_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+		{"color", no_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0}};
+	bool stat = false, json = false, color = isatty(STDOUT_FILENO);
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': stat = true; break;
+		case 'j': json = true; break;
+		case 'c': color = true; break;
+		case 'h':
+			printf("Usage: paddock diff [--stat] [--json] NAME [PATH...]\n\n"
+			       "Show what the sandbox changed in its copy of the project: added, modified, deleted,\n"
+			       "renamed, mode and symlink changes, and what will never be applied (with why).\n"
+			       "Paths that make the host run code (.git/hooks, .envrc, .vscode/tasks.json, ...) are\n"
+			       "flagged. 'paddock apply NAME' applies exactly the changes shown here.\n");
+			return 0;
+		default:
+			return cli_usage("diff", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage("diff", "which sandbox?");
+	const char *name = argv[optind++];
+	char **paths = optind < argc ? argv + optind : NULL;
+	pd_err err = {0};
+	struct wsnap s;
+	if (wsnap_take(name, &s, &err) < 0) {
+		wsnap_free(&s);
+		return cli_fail(&err);
+	}
+	struct ws_diff d;
+	ws_diff_compute(&s.base, &s.box, &d);
+	ws_diff_mark_exec(&d, &s.box, s.staging_fd);
+	_cleanup_close_ int root = open(s.project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct ws_content_host ch = {.host_rootfd = root, .staging_fd = s.staging_fd};
+	struct ws_content content = {.load = ws_content_host_load, .ud = &ch};
+	struct ws_render_opts ro = {.color = color && !json, .paths = paths, .content = &content};
+	print_notes(&s.notes);
+	if (json) {
+		char *out = ws_diff_render_json(&d, &ro);
+		printf("%s\n", out);
+		free(out);
+	} else if (stat)
+		ws_diff_render_stat(stdout, &d, &ro);
+	else
+		ws_diff_render_patch(stdout, &d, &ro);
+	ws_diff_free(&d);
+	wsnap_free(&s);
+	return 0;
+}

@@ -1,0 +1,182 @@
+/* wsbox.c — copying the workspace into a box at boot. */
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "supervisor/wsbox.h"
+#include "util/fdio.h"
+#include "workspace/ws_copyin.h"
+
+struct fed {
+	struct proto_conn conn;
+	uint32_t stream;
+	int status;
+	bool done;
+	char *errbuf;
+	size_t errlen, errcap;
+};
+
+static int fed_frame(struct fed *f, const struct proto_frame *fr, pd_err *err)
+{
+	int e;
+	const char *msg;
+	if (fr->hdr.stream != f->stream)
+		return pd_error_msg(err, EPROTO, "unexpected frame from paddock-init during copy-in");
+	switch (fr->hdr.type) {
+	case PROTO_STDERR:
+		if (f->errcap > f->errlen + 1) {
+			size_t n = fr->hdr.len < f->errcap - f->errlen - 1 ? fr->hdr.len : f->errcap - f->errlen - 1;
+			memcpy(f->errbuf + f->errlen, fr->payload, n);
+			f->errlen += n;
+			f->errbuf[f->errlen] = '\0';
+		}
+		return 0;
+	case PROTO_EXIT:
+		if (proto_decode_u32(fr, (uint32_t *)&f->status) < 0)
+			return pd_error_msg(err, EPROTO, "malformed exit status");
+		f->done = true;
+		return 0;
+	case PROTO_ERROR:
+		if (proto_decode_error(fr, &e, &msg) < 0)
+			return pd_error_msg(err, EPROTO, "malformed error");
+		return pd_error_msg(err, e, "%s", msg);
+	default:
+		return 0; /* STARTED, STDOUT, EOF */
+	}
+}
+
+static int fed_pump(struct fed *f, pd_err *err)
+{
+	struct proto_frame fr;
+	int r = proto_conn_read(&f->conn);
+	while (proto_conn_next(&f->conn, &fr) == 1 && !f->done)
+		if ((r = fed_frame(f, &fr, err)) < 0)
+			return r;
+	if (!f->done && (f->conn.eof || (r < 0 && r != -EAGAIN)))
+		return pd_error_msg(err, EPIPE, "paddock-init went away during copy-in");
+	return 0;
+}
+
+int box_run_fed(int ctl_fd, uint32_t stream, char *const *argv, const char *user, int in_fd,
+		char *ret_stderr, size_t stderr_len, pd_err *err)
+{
+	struct fed f = {.stream = stream, .errbuf = ret_stderr, .errcap = stderr_len};
+	if (ret_stderr && stderr_len)
+		ret_stderr[0] = '\0';
+	struct proto_buf b = {0};
+	proto_encode_exec(&b, argv, NULL, "/", user, false, 0, 0);
+	proto_conn_init(&f.conn, ctl_fd);
+	proto_conn_send(&f.conn, PROTO_EXEC, 0, stream, b.data, (uint32_t)b.len);
+	proto_buf_free(&b);
+	bool in_open = in_fd >= 0;
+	if (!in_open) {
+		uint8_t zero = 0;
+		proto_conn_send(&f.conn, PROTO_EOF, 0, stream, &zero, 1);
+	}
+	int r = 0;
+	uint8_t buf[65536];
+	while (r == 0 && !f.done) {
+		bool backlog = proto_conn_pending(&f.conn) > (1u << 20);
+		struct pollfd p[2] = {
+			{.fd = ctl_fd, .events = POLLIN | (proto_conn_pending(&f.conn) ? POLLOUT : 0)},
+			{.fd = in_open && !backlog ? in_fd : -1, .events = POLLIN},
+		};
+		if (poll(p, 2, -1) < 0) {
+			if (errno != EINTR)
+				r = pd_error(err, errno, "poll");
+			continue;
+		}
+		if (p[1].revents) {
+			ssize_t n = read(in_fd, buf, sizeof(buf));
+			if (n > 0)
+				proto_conn_send(&f.conn, PROTO_STDIN, 0, stream, buf, (uint32_t)n);
+			else if (n == 0 || errno != EINTR) {
+				uint8_t zero = 0;
+				in_open = false;
+				proto_conn_send(&f.conn, PROTO_EOF, 0, stream, &zero, 1);
+			}
+		}
+		if (p[0].revents & POLLOUT) {
+			int q = proto_conn_flush(&f.conn);
+			if (q < 0 && q != -EAGAIN)
+				r = pd_error(err, q, "cannot write to paddock-init");
+		}
+		if (r == 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			r = fed_pump(&f, err);
+	}
+	f.conn.fd = -1; /* the caller owns ctl_fd */
+	proto_conn_free(&f.conn);
+	return r < 0 ? r : f.status;
+}
+
+/* The producer child: walks the project, writes the tar stream to out_fd, saves the copy-in
+ * manifest and the list of what was left out beside the box. Never returns. */
+static _noreturn_ void produce(const char *project, const char *box_dir, int out_fd)
+{
+	pd_err err = {0};
+	struct ws_manifest m = {0};
+	struct ws_notes notes = {0};
+	int rootfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dirfd = open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = rootfd < 0 || dirfd < 0 ? pd_error(&err, errno, "cannot open %s", project)
+					: ws_copyin(rootfd, out_fd, NULL, &m, &notes, &err);
+	close(out_fd);
+	if (r == 0)
+		r = ws_manifest_save(&m, dirfd, WSBOX_BASE_MANIFEST, &err);
+	FILE *nf = r == 0 ? fopen(xasprintf("%s/%s", box_dir, WSBOX_NOTES), "we") : NULL;
+	for (size_t i = 0; nf && i < notes.n; i++)
+		fprintf(nf, "%s\t%s\n", ws_reason_str(notes.v[i].reason), notes.v[i].path);
+	if (nf)
+		fclose(nf);
+	if (r < 0)
+		fprintf(stderr, "paddock: workspace copy-in: %s\n", err.msg);
+	_exit(r < 0 ? 1 : 0);
+}
+
+static int open_saved(const char *box_dir)
+{
+	_cleanup_free_ char *p = xasprintf("%s/%s", box_dir, WSBOX_SAVED_TAR);
+	return open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char *box_dir, pd_err *err)
+{
+	if (!spec->workspace || !streq(spec->workspace, "copy") || !spec->project)
+		return 0;
+	char *tar_x[] = {"tar", "-x", "-f", "-", "-C", "/workspace", "--no-same-owner", "--no-overwrite-dir", NULL};
+	char msg[2048];
+	_cleanup_close_ int saved = open_saved(box_dir);
+	pid_t pid = -1;
+	int in = saved;
+	int pipefd[2] = {-1, -1};
+	if (saved < 0) {
+		if (pipe2(pipefd, O_CLOEXEC) < 0)
+			return pd_error(err, errno, "cannot create a pipe");
+		pid = fork();
+		if (pid < 0)
+			return pd_error(err, errno, "cannot fork");
+		if (pid == 0) {
+			close(pipefd[0]);
+			produce(spec->project, box_dir, pipefd[1]);
+		}
+		close(pipefd[1]);
+		in = pipefd[0];
+	}
+	int st = box_run_fed(b->h.ctl_fd, WSBOX_STREAM, tar_x, "agent", in, msg, sizeof(msg), err);
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	int wst = 0;
+	if (pid > 0 && waitpid(pid, &wst, 0) == pid && !(WIFEXITED(wst) && WEXITSTATUS(wst) == 0) && st >= 0)
+		return pd_error_msg(err, EIO, "cannot copy the project %s into the box (see above)", spec->project);
+	if (st < 0)
+		return pd_err_prefix(err, "workspace copy-in");
+	if (st != 0)
+		return pd_error_msg(err, EIO, "workspace copy-in: tar inside the box failed (%d): %s", st, msg);
+	/* the project also at its host path when the box has a root user to create it; best
+	 * effort: /workspace is the path that always works */
+	char *alias[] = {"sh", "-c", "mkdir -p \"${1%/*}\" 2>/dev/null && ln -sfn /workspace \"$1\" 2>/dev/null; exit 0",
+			 "sh", spec->project, NULL};
+	box_run_fed(b->h.ctl_fd, WSBOX_STREAM + 1, alias, "root", -1, msg, sizeof(msg), NULL);
+	return 0;
+}

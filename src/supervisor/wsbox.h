@@ -1,0 +1,20 @@
+/* wsbox.h — the workspace's way into a box: at boot, the project (or the copy saved when the
+ * box was last stopped) goes in as a tar stream through an exec session of paddock-init, the
+ * same path on every backend. The copy-in manifest (what the box received) is saved beside
+ * the box as base.manifest for diff/apply; what was left out is saved as copyin.notes. */
+#pragma once
+
+#include "supervisor/supervisor.h"
+
+#define WSBOX_STREAM 0x7fffff00u       /* stream ids the supervisor uses for itself */
+#define WSBOX_BASE_MANIFEST "base.manifest"
+#define WSBOX_NOTES "copyin.notes"
+#define WSBOX_SAVED_TAR "workspace.tar"
+
+/* Copies the workspace into a freshly booted box when its spec asks for "copy". */
+int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char *box_dir, pd_err *err);
+
+/* Runs argv inside the box on the raw init channel, feeding in_fd (or nothing when -1) as
+ * its stdin; returns its exit status, or <0. stderr (the first 2 KiB) goes to ret_stderr. */
+int box_run_fed(int ctl_fd, uint32_t stream, char *const *argv, const char *user, int in_fd,
+		char *ret_stderr, size_t stderr_len, pd_err *err);
