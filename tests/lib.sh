@@ -53,7 +53,9 @@ run_tests() {
 	for n in $names; do
 		if [ -n "${PD_FILTER:-}" ] && ! [[ "$n" =~ $PD_FILTER ]]; then continue; fi
 		local start=$SECONDS
-		( set -e; pd_fresh_home; trap 'pd_cleanup_home' EXIT; "$n" ) >"/tmp/pdlog.$$.$n" 2>&1
+		# each test starts in an empty directory of its own: `run` copies the current
+		# directory into the box by default
+		( set -e; pd_fresh_home; cd "$PADDOCK_HOME"; trap 'pd_cleanup_home' EXIT; "$n" ) >"/tmp/pdlog.$$.$n" 2>&1
 		rc=$?
 		if [ $rc -eq 0 ]; then
 			printf 'ok   %s/%s (%ss)\n' "$_pd_suite" "${n#t_}" $((SECONDS - start))
