@@ -55,7 +55,7 @@ run_tests() {
 		local start=$SECONDS
 		# each test starts in an empty directory of its own: `run` copies the current
 		# directory into the box by default
-		( set -e; pd_fresh_home; cd "$PADDOCK_HOME"; trap 'pd_cleanup_home' EXIT; "$n" ) >"/tmp/pdlog.$$.$n" 2>&1
+		( set -e; pd_fresh_home; mkdir "$PADDOCK_HOME/cwd"; cd "$PADDOCK_HOME/cwd"; trap 'pd_cleanup_home' EXIT; "$n" ) >"/tmp/pdlog.$$.$n" 2>&1
 		rc=$?
 		if [ $rc -eq 0 ]; then
 			printf 'ok   %s/%s (%ss)\n' "$_pd_suite" "${n#t_}" $((SECONDS - start))

@@ -85,7 +85,9 @@ t_host_environment_does_not_leak() {
 t_runs_as_agent_by_default() {
 	local out
 	out=$(pd_run -- sh -c 'id -u; id -g; echo $HOME; echo $USER; pwd')
-	assert_eq "$out" "$(printf '1000\n1000\n/home/agent\nagent\n/home/agent')"
+	assert_eq "$out" "$(printf '1000\n1000\n/home/agent\nagent\n/workspace')"
+	out=$(pd_run --workspace none -- pwd)
+	assert_eq "$out" "/home/agent"
 }
 t_user_root_when_asked() {
 	if ! pd_root_available; then
@@ -138,7 +140,7 @@ t_writes_stay_in_the_box() {
 	fi
 }
 t_workdir_inside() {
-	assert_eq "$(pd_run -w /tmp -- pwd)" "/tmp"
+	assert_eq "$(pd_run --workspace none -w /tmp -- pwd)" "/tmp"
 }
 t_workspace_ro_and_rw() {
 	local d
