@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/wsnap.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
 
@@ -32,11 +33,14 @@ static bool wait_supervisor_gone(const char *dir, int timeout_ms)
 
 /* Asks the supervisor to stop the box and waits for it to exit. Falls back to SIGKILL of
  * the supervisor, which takes the box down with it (init dies when its channel closes). */
-static int stop_box(const char *dir, uint32_t timeout_ms, pd_err *err)
+static int stop_box(const char *dir, uint32_t timeout_ms, bool save, pd_err *err)
 {
 	struct box_state st;
 	if (store_status(dir, &st) != BOX_STATUS_RUNNING)
 		return 0;
+	/* the ns box's writable layer dies with it: keep the agent's work for diff/apply */
+	if (save && wsnap_save_tar(dir, err) < 0)
+		fprintf(stderr, "paddock: warning: %s\n", err->msg);
 	int fd = sup_connect(dir, err);
 	if (fd >= 0) {
 		uint8_t t[4];
@@ -138,7 +142,7 @@ static int stop_one(const char *name, void *vctx)
 	if (r < 0)
 		return cli_fail(&err);
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
-	r = stop_box(dir, x->timeout_ms, &err);
+	r = stop_box(dir, x->timeout_ms, true, &err);
 	return r < 0 ? cli_fail(&err) : 0;
 }
 
@@ -168,7 +172,7 @@ static int rm_one(const char *name, void *vctx)
 			pd_error_msg(&err, EBUSY, "sandbox '%s' is running; stop it first or use rm -f", name);
 			return cli_fail(&err);
 		}
-		if ((r = stop_box(dir, 0, &err)) < 0)
+		if ((r = stop_box(dir, 0, false, &err)) < 0)
 			return cli_fail(&err);
 	}
 	r = store_remove(dir, &err);

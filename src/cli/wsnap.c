@@ -1,5 +1,7 @@
 /* wsnap.c — snapshots of a box's workspace for diff and apply. */
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -13,6 +15,7 @@
 #include "workspace/ws_ignore.h"
 
 #define WSNAP_BOX_MANIFEST "box.manifest"
+#define WSNAP_SAVE_MAX (UINT64_C(8) << 30)
 
 void wsnap_free(struct wsnap *s)
 {
@@ -126,6 +129,39 @@ int wsnap_take(const char *name, struct wsnap *s, pd_err *err)
 	s->taken = time(NULL);
 	_cleanup_close_ int dfd = open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return ws_manifest_save(&s->box, dfd, WSNAP_BOX_MANIFEST, err);
+}
+
+int wsnap_save_tar(const char *box_dir, pd_err *err)
+{
+	struct box_spec spec = {0};
+	if (store_load_spec(box_dir, &spec, NULL) < 0 || !spec.workspace || !streq(spec.workspace, "copy")) {
+		box_spec_free(&spec);
+		return 0;
+	}
+	box_spec_free(&spec);
+	_cleanup_free_ char *tmp = xasprintf("%s/%s.tmp", box_dir, WSBOX_SAVED_TAR);
+	_cleanup_free_ char *dst = xasprintf("%s/%s", box_dir, WSBOX_SAVED_TAR);
+	pid_t pid = fork();
+	if (pid < 0)
+		return pd_error(err, errno, "cannot fork");
+	if (pid == 0) {
+		/* the stream is the box's output: bound what it may cost the host's disk */
+		struct rlimit rl = {WSNAP_SAVE_MAX, WSNAP_SAVE_MAX};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		signal(SIGXFSZ, SIG_IGN);
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			_exit(125);
+		tar_out(box_dir, fd);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) > 1) {
+		unlink(tmp);
+		return pd_error_msg(err, EIO, "could not save the workspace before stopping (status %d)",
+				    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+	return rename(tmp, dst) < 0 ? pd_error(err, errno, "cannot save %s", dst) : 0;
 }
 
 int wsnap_load(const char *name, struct wsnap *s, pd_err *err)

@@ -21,3 +21,7 @@ int wsnap_take(const char *name, struct wsnap *ret, pd_err *err);
 /* Loads the snapshot the last `diff` saved; -ENOENT when there is none. */
 int wsnap_load(const char *name, struct wsnap *ret, pd_err *err);
 void wsnap_free(struct wsnap *s);
+/* Saves a running box's workspace as a tar stream beside it (the box's writable layer does
+ * not outlive a stop); the next boot copies it back in instead of the project. No-op for
+ * boxes without a copied workspace. */
+int wsnap_save_tar(const char *box_dir, pd_err *err);

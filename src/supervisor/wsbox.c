@@ -144,7 +144,8 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 {
 	if (!spec->workspace || !streq(spec->workspace, "copy") || !spec->project)
 		return 0;
-	char *tar_x[] = {"tar", "-x", "-f", "-", "-C", "/workspace", "--no-same-owner", "--no-overwrite-dir", NULL};
+	/* -p: keep the project's permission bits (the box's umask must not show up as changes) */
+	char *tar_x[] = {"tar", "-x", "-p", "-f", "-", "-C", "/workspace", "--no-same-owner", "--no-overwrite-dir", NULL};
 	char msg[2048];
 	_cleanup_close_ int saved = open_saved(box_dir);
 	pid_t pid = -1;

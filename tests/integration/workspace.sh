@@ -1,0 +1,117 @@
+#!/bin/bash
+# tests/integration/workspace.sh — the project copied in, reviewed with diff, applied safely.
+. "$(dirname "$0")/../lib.sh"
+
+mkproj() {
+	P=$PADDOCK_HOME/proj
+	mkdir -p "$P/src"
+	echo hello >"$P/a.txt"
+	echo 'int main(void) { return 0; }' >"$P/src/m.c"
+	echo 'SECRET=hunter2' >"$P/.env"
+	echo '-----BEGIN KEY-----' >"$P/server.pem"
+	printf 'node_modules/\n' >"$P/.paddockignore"
+	mkdir -p "$P/node_modules/x" && echo big >"$P/node_modules/x/i.js"
+	chmod -R a+rwX "$P"
+}
+
+t_copy_in_leaves_out_secrets_and_ignored() {
+	mkproj
+	local out
+	out=$(cd "$P" && pd_run -- sh -c 'pwd; ls -A /workspace | sort | tr "\n" " "')
+	assert_contains "$out" "/workspace"
+	assert_contains "$out" "a.txt"
+	assert_contains "$out" "src"
+	assert_not_contains "$out" ".env"
+	assert_not_contains "$out" "server.pem"
+	assert_not_contains "$out" "node_modules"
+}
+t_box_writes_only_its_copy() {
+	mkproj
+	(cd "$P" && pd_run -- sh -c 'echo box >>a.txt; rm src/m.c; echo x >new.txt')
+	assert_eq "$(cat "$P/a.txt")" "hello"
+	[ -e "$P/src/m.c" ] && [ ! -e "$P/new.txt" ]
+}
+t_diff_and_apply() {
+	mkproj
+	(cd "$P" && pd create ws1 >/dev/null)
+	pd exec ws1 -- sh -c 'echo more >>a.txt; echo new >b.txt; rm src/m.c; chmod +x b.txt'
+	local stat
+	stat=$(pd diff --stat ws1)
+	assert_contains "$stat" "M a.txt"
+	assert_contains "$stat" "A b.txt"
+	assert_contains "$stat" "D src/m.c"
+	pd diff --json ws1 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["changes"])==3, d'
+	pd apply ws1
+	assert_eq "$(cat "$P/a.txt")" "$(printf 'hello\nmore')"
+	assert_eq "$(cat "$P/b.txt")" "new"
+	[ -x "$P/b.txt" ] || fail "mode not applied"
+	[ ! -e "$P/src/m.c" ] || fail "deletion not applied"
+	# a second apply finds everything already there
+	pd apply --fresh ws1 | grep -q "0 conflicts"
+	pd rm -f ws1
+}
+t_apply_dry_run_writes_nothing() {
+	mkproj
+	(cd "$P" && pd create ws2 >/dev/null)
+	pd exec ws2 -- sh -c 'echo x >dry.txt'
+	pd apply --dry-run ws2 >/dev/null
+	[ ! -e "$P/dry.txt" ] || fail "dry run wrote a file"
+	pd rm -f ws2
+}
+t_conflict_is_not_overwritten() {
+	mkproj
+	(cd "$P" && pd create ws3 >/dev/null)
+	pd exec ws3 -- sh -c 'echo box >a.txt'
+	echo "host edit" >"$P/a.txt"
+	assert_status 1 pd apply ws3
+	assert_eq "$(cat "$P/a.txt")" "host edit"
+	pd apply --force --fresh ws3 >/dev/null
+	assert_eq "$(cat "$P/a.txt")" "box"
+	pd rm -f ws3
+}
+t_host_executing_paths_need_consent() {
+	mkproj
+	mkdir -p "$P/.git/hooks" && chmod -R a+rwX "$P/.git"
+	(cd "$P" && pd create ws4 >/dev/null)
+	pd exec ws4 -- sh -c 'printf "#!/bin/sh\necho pwned\n" >.git/hooks/post-checkout; echo "use flake" >.envrc; mkdir -p .vscode; echo "{}" >.vscode/tasks.json'
+	assert_contains "$(pd diff --stat ws4)" "host-executing"
+	assert_status 1 pd apply ws4
+	[ ! -e "$P/.git/hooks/post-checkout" ] && [ ! -e "$P/.envrc" ] && [ ! -e "$P/.vscode/tasks.json" ] || fail "an exec path was written"
+	pd apply --fresh --allow-exec-paths .envrc ws4 >/dev/null || true
+	[ -e "$P/.envrc" ] || fail ".envrc not applied when allowed"
+	[ ! -e "$P/.git/hooks/post-checkout" ] || fail "hook written without consent"
+	pd rm -f ws4
+}
+t_escaping_symlink_and_specials_refused() {
+	mkproj
+	(cd "$P" && pd create ws5 >/dev/null)
+	pd exec ws5 -- sh -c 'ln -s /etc/passwd abs; ln -s ../../../../etc/shadow rel; mkfifo fifo; ln -s src inside'
+	pd apply ws5 >/dev/null || true
+	[ ! -e "$P/abs" ] && [ ! -L "$P/abs" ] || fail "absolute symlink applied"
+	[ ! -L "$P/rel" ] || fail "escaping symlink applied"
+	[ ! -e "$P/fifo" ] || fail "fifo applied"
+	[ -L "$P/inside" ] || fail "inside symlink not applied"
+	pd rm -f ws5
+}
+t_workspace_survives_stop_and_start() {
+	mkproj
+	(cd "$P" && pd create ws6 >/dev/null)
+	pd exec ws6 -- sh -c 'echo kept >kept.txt'
+	pd stop ws6
+	pd start ws6
+	assert_eq "$(pd exec ws6 -- cat kept.txt)" "kept"
+	assert_contains "$(pd diff --stat ws6)" "A kept.txt"
+	pd rm -f ws6
+}
+t_terminal_escapes_are_shown_escaped() {
+	mkproj
+	(cd "$P" && pd create ws7 >/dev/null)
+	pd exec ws7 -- sh -c 'printf "a\033]0;pwned\007b\033[2J\n" >esc.txt'
+	local out
+	out=$(pd diff ws7)
+	case "$out" in *$'\033'*) fail "raw ESC reached the terminal";; esac
+	assert_contains "$out" "esc.txt"
+	pd rm -f ws7
+}
+
+run_tests
