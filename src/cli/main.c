@@ -14,6 +14,7 @@ static const struct verb verbs[] = {
 	{"logs", cmd_logs, "show a sandbox's log"},
 	{"diff", cmd_diff, "show what a sandbox changed in its copy of the project"},
 	{"apply", cmd_apply, "apply a sandbox's changes to the project, safely"},
+	{"cp", cmd_cp, "copy files into or out of a sandbox"},
 	{"doctor", cmd_doctor, "report what this host supports"},
 	{"system", cmd_system, "host setup (root): delegate cgroups to a user"},
 	{"version", cmd_version, "print the version"},

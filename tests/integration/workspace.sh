@@ -113,5 +113,29 @@ t_terminal_escapes_are_shown_escaped() {
 	assert_contains "$out" "esc.txt"
 	pd rm -f ws7
 }
+t_cp_in_and_out() {
+	mkproj
+	(cd "$P" && pd create ws8 >/dev/null)
+	local h=$PADDOCK_HOME/h
+	mkdir -p "$h/dir/sub" "$h/out"
+	echo one >"$h/file.txt"
+	echo two >"$h/dir/sub/f"
+	chmod -R a+rwX "$h"
+	pd cp "$h/file.txt" ws8:/tmp/in
+	pd cp "$h/dir" ws8:/tmp/in
+	assert_eq "$(pd exec ws8 -- cat /tmp/in/file.txt /tmp/in/sub/f)" "$(printf 'one\ntwo')"
+	pd exec ws8 -- sh -c 'mkdir -p /tmp/o/d; echo three >/tmp/o/d/x; ln -s /etc/passwd /tmp/o/d/evil'
+	pd cp ws8:/tmp/o/d "$h/out" >/dev/null || true
+	assert_eq "$(cat "$h/out/d/x")" "three"
+	[ ! -L "$h/out/d/evil" ] || fail "an escaping symlink came out"
+	# an existing host file is a conflict unless -f
+	pd exec ws8 -- sh -c 'echo changed >/tmp/o/d/x'
+	assert_status 1 pd cp ws8:/tmp/o/d "$h/out"
+	assert_eq "$(cat "$h/out/d/x")" "three"
+	pd cp -f ws8:/tmp/o/d "$h/out" >/dev/null || true
+	assert_eq "$(cat "$h/out/d/x")" "changed"
+	assert_status 2 pd cp "$h/file.txt" "$h/out"
+	pd rm -f ws8
+}
 
 run_tests

@@ -1,0 +1,205 @@
+/* cmd_cp.c — `paddock cp NAME:PATH HOSTDIR` and `paddock cp HOSTPATH NAME:DIR`, with the rules
+ * of diff/apply: out of the box, the stream is hostile input read by the workspace library
+ * and written with its safe apply (beneath HOSTDIR, never following a host symlink, no special
+ * files, no setuid, atomic replace, existing files are conflicts unless --force); into the box,
+ * paddock writes the tar stream itself and tar inside the box unpacks it. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "cli/cli.h"
+#include "cli/session.h"
+#include "supervisor/supervisor.h"
+#include "util/fdio.h"
+#include "workspace/ws_apply.h"
+#include "workspace/ws_copyin.h"
+
+/* Splits "NAME:PATH" when NAME is a valid sandbox name; NULL otherwise. */
+static char *box_side(const char *arg, char **ret_path)
+{
+	const char *colon = strchr(arg, ':');
+	if (!colon || colon == arg)
+		return NULL;
+	_cleanup_free_ char *name = xstrndup(arg, (size_t)(colon - arg));
+	if (!box_name_valid(name) || colon[1] != '/')
+		return NULL;
+	*ret_path = xstrdup(colon + 1);
+	return TAKE_PTR(name);
+}
+
+/* Runs argv in the box through its supervisor with the given fds; returns its status. */
+static int box_session(const char *box_dir, char **argv, int in_fd, int out_fd, pd_err *err)
+{
+	_cleanup_close_ int fd = sup_connect(box_dir, err);
+	if (fd < 0)
+		return fd;
+	struct session_req req = {.argv = argv, .redirect = true, .in_fd = in_fd, .out_fd = out_fd,
+				  .err_fd = STDERR_FILENO, .user = "agent"};
+	int status;
+	int r = session_run(fd, 1, &req, &status, err);
+	return r < 0 ? r : status;
+}
+
+static int running_box(const char *name, char **ret_dir, pd_err *err)
+{
+	int r = cli_box_dir(name, NULL, ret_dir, err);
+	if (r == 0 && store_status(*ret_dir, NULL) != BOX_STATUS_RUNNING)
+		r = pd_error_msg(err, ESRCH, "sandbox '%s' is not running; start it with 'paddock start %s'", name, name);
+	return r;
+}
+
+static int copy_out(const char *name, const char *path, const char *hostdir, bool force, pd_err *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = running_box(name, &dir, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *p1 = xstrdup(path), *p2 = xstrdup(path);
+	char *argv[] = {"tar", "-c", "-f", "-", "--format=pax", "-C", dirname(p1), basename(p2), NULL};
+	_cleanup_free_ char *staging = xasprintf("%s/cp-staging", dir);
+	rm_rf(staging);
+	if (mkdir(staging, 0700) < 0)
+		return pd_error(err, errno, "cannot create %s", staging);
+	_cleanup_close_ int sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int p[2];
+	if (sfd < 0 || pipe2(p, O_CLOEXEC) < 0)
+		return pd_error(err, errno, "cannot prepare the copy");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		_exit(box_session(dir, argv, -1, p[1], NULL) == 0 ? 0 : 1);
+	}
+	close(p[1]);
+	struct ws_manifest box = {0}, base = {0};
+	struct ws_notes notes = {0};
+	struct ws_limits lim = WS_LIMITS_DEFAULT;
+	struct ws_tar_opts o = {.limits = &lim, .staging_fd = sfd};
+	r = ws_manifest_from_tar(p[0], &o, &box, &notes, err);
+	close(p[0]);
+	int st = 0;
+	if (r < 0)
+		kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		r = pd_error_msg(err, EIO, "cannot read %s in sandbox '%s'", path, name);
+	struct ws_apply_opts ao = {.force = force};
+	struct ws_apply_report rep = {0};
+	/* an empty base: everything is new, and any file already at HOSTDIR is a conflict */
+	if (r == 0)
+		r = ws_apply(hostdir, &base, &box, sfd, &ao, &rep, err);
+	if (r == 0)
+		ws_apply_report_render(stdout, &rep, isatty(STDOUT_FILENO));
+	bool clean = r == 0 && rep.count[WS_APPLIED] + rep.count[WS_ALREADY] == rep.n;
+	ws_apply_report_free(&rep);
+	ws_manifest_free(&box);
+	ws_notes_free(&notes);
+	rm_rf(staging);
+	return r < 0 ? r : (clean ? 0 : 1);
+}
+
+/* Producer child for copy-in: a tar stream of a host directory (ws_copyin) or of one regular
+ * file (libarchive), written to out_fd. Never returns. */
+static _noreturn_ void produce(const char *hostpath, int out_fd)
+{
+	pd_err err = {0};
+	struct stat st;
+	int r = lstat(hostpath, &st) < 0 ? -errno : 0;
+	if (r == 0 && S_ISDIR(st.st_mode)) {
+		_cleanup_close_ int root = open(hostpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		struct ws_manifest m = {0};
+		struct ws_notes n = {0};
+		struct ws_copyin_opts o = {.no_default_excludes = true}; /* the user named this path */
+		r = root < 0 ? -errno : ws_copyin(root, out_fd, &o, &m, &n, &err);
+	} else if (r == 0 && S_ISREG(st.st_mode)) {
+		_cleanup_close_ int fd = open(hostpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		struct archive *a = archive_write_new();
+		archive_write_set_format_pax(a);
+		r = fd < 0 || archive_write_open_fd(a, out_fd) != ARCHIVE_OK ? -EIO : 0;
+		struct archive_entry *e = archive_entry_new();
+		_cleanup_free_ char *b = xstrdup(hostpath);
+		archive_entry_set_pathname(e, basename(b));
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, st.st_mode & 0777);
+		archive_entry_set_size(e, st.st_size);
+		if (r == 0 && archive_write_header(a, e) != ARCHIVE_OK)
+			r = -EIO;
+		char buf[65536];
+		ssize_t n;
+		while (r == 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+			if (archive_write_data(a, buf, (size_t)n) != n)
+				r = -EIO;
+		archive_entry_free(e);
+		archive_write_close(a);
+		archive_write_free(a);
+	} else if (r == 0)
+		r = -EINVAL;
+	if (r < 0)
+		fprintf(stderr, "paddock cp: cannot read %s: %s\n", hostpath, err.msg[0] ? err.msg : strerror(-r));
+	_exit(r < 0 ? 1 : 0);
+}
+
+static int copy_in(const char *hostpath, const char *name, const char *path, pd_err *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = running_box(name, &dir, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *dest = xstrdup(path);
+	char *argv[] = {"sh", "-c", "mkdir -p \"$1\" && exec tar -x -p -f - --no-same-owner -C \"$1\"", "sh", dest, NULL};
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return pd_error(err, errno, "cannot create a pipe");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		produce(hostpath, p[1]);
+	}
+	close(p[1]);
+	int st = box_session(dir, argv, p[0], STDOUT_FILENO, err);
+	close(p[0]);
+	int w = 0;
+	waitpid(pid, &w, 0);
+	if (st < 0)
+		return st;
+	if (!(WIFEXITED(w) && WEXITSTATUS(w) == 0))
+		return pd_error_msg(err, EIO, "cannot copy %s", hostpath);
+	return st == 0 ? 0 : pd_error_msg(err, EIO, "tar inside sandbox '%s' failed (%d)", name, st);
+}
+
+int cmd_cp(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"force", no_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, {0}};
+	bool force = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+f", opts, NULL)) != -1) {
+		if (c == 'h') {
+			printf("Usage: paddock cp [-f] NAME:/PATH HOSTDIR\n       paddock cp HOSTPATH NAME:/DIR\n\n"
+			       "Copy out of a sandbox into an existing host directory (with apply's safety rules:\n"
+			       "existing files are conflicts unless -f, escaping symlinks and special files are\n"
+			       "refused), or copy a host file or directory into a directory inside the sandbox.\n");
+			return 0;
+		}
+		if (c != 'f')
+			return cli_usage("cp", "unknown option '%s'", argv[optind - 1]);
+		force = true;
+	}
+	if (argc - optind != 2)
+		return cli_usage("cp", "cp takes a source and a destination");
+	_cleanup_free_ char *spath = NULL, *dpath = NULL;
+	_cleanup_free_ char *sname = box_side(argv[optind], &spath);
+	_cleanup_free_ char *dname = box_side(argv[optind + 1], &dpath);
+	if (!!sname == !!dname)
+		return cli_usage("cp", "exactly one side must be NAME:/PATH (an absolute path in the sandbox)");
+	pd_err err = {0};
+	int r = sname ? copy_out(sname, spath, argv[optind + 1], force, &err)
+		      : copy_in(argv[optind], dname, dpath, &err);
+	return r < 0 ? cli_fail(&err) : r;
+}
