@@ -6,13 +6,15 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/applybranch.h"
 #include "cli/wsnap.h"
 #include "workspace/ws_apply.h"
 
 struct apply_args {
 	struct ws_apply_opts o;
 	char **allow_exec;
-	bool fresh;
+	bool fresh, uncommitted;
+	const char *branch;
 };
 
 static int parse(int argc, char **argv, struct apply_args *a)
@@ -20,6 +22,7 @@ static int parse(int argc, char **argv, struct apply_args *a)
 	static const struct option opts[] = {
 		{"dry-run", no_argument, NULL, 'n'}, {"force", no_argument, NULL, 'f'},
 		{"allow-exec-paths", required_argument, NULL, 'x'}, {"fresh", no_argument, NULL, 'F'},
+		{"branch", optional_argument, NULL, 'b'}, {"uncommitted", no_argument, NULL, 'u'},
 		{"help", no_argument, NULL, 'h'}, {0}};
 	int c;
 	optind = 1;
@@ -29,14 +32,20 @@ static int parse(int argc, char **argv, struct apply_args *a)
 		case 'n': a->o.dry_run = true; break;
 		case 'f': a->o.force = true; break;
 		case 'F': a->fresh = true; break;
+		case 'b': a->branch = optarg ? optarg : ""; break;
+		case 'u': a->uncommitted = true; break;
 		case 'x': a->allow_exec = strv_append(a->allow_exec, optarg); break;
 		case 'h':
-			printf("Usage: paddock apply [--dry-run] [--force] [--allow-exec-paths PATH]... NAME [PATH...]\n\n"
+			printf("Usage: paddock apply [--dry-run] [--force] [--allow-exec-paths PATH]... NAME [PATH...]\n"
+			       "       paddock apply --branch[=BRANCH] [--uncommitted] NAME\n\n"
 			       "Write the sandbox's changes into the host project: exactly what the last 'paddock diff'\n"
 			       "showed (--fresh takes a new snapshot instead). A host file changed since the copy-in is a\n"
 			       "conflict and is left alone unless --force. Paths that make the host run code are skipped\n"
 			       "unless named with --allow-exec-paths. Each file is replaced atomically; re-running an\n"
-			       "interrupted apply completes it. Exit status 1 when anything was not applied.\n");
+			       "interrupted apply completes it. Exit status 1 when anything was not applied.\n\n"
+			       "--branch: for git projects, the sandbox's commits (and with --uncommitted its uncommitted\n"
+			       "changes as one more commit) become branch BRANCH (default paddock/NAME) of the host\n"
+			       "repository: objects only, nothing checked out, no hooks run.\n");
 			return 1;
 		default:
 			return cli_usage("apply", "unknown option or missing value: '%s'", argv[optind - 1]);
@@ -46,6 +55,29 @@ static int parse(int argc, char **argv, struct apply_args *a)
 		return cli_usage("apply", "which sandbox?");
 	a->o.allow_exec = a->allow_exec;
 	return 0;
+}
+
+static int apply_to_branch(const char *name, struct apply_args *a)
+{
+	pd_err err = {0};
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ char *branch = a->branch[0] ? xstrdup(a->branch) : xasprintf("paddock/%s", name);
+	struct box_spec spec = {0};
+	int r = cli_box_dir(name, NULL, &dir, &err);
+	if (r == 0)
+		r = store_load_spec(dir, &spec, &err);
+	if (r == 0 && store_status(dir, NULL) != BOX_STATUS_RUNNING)
+		r = pd_error_msg(&err, ESRCH, "sandbox '%s' is not running; start it first", name);
+	if (r == 0 && !spec.project)
+		r = pd_error_msg(&err, EINVAL, "sandbox '%s' has no project", name);
+	/* a branch name is data for git's refspec: refuse anything that is not a plain name */
+	if (r == 0 && (strpbrk(branch, " ~^:?*[\\") || branch[0] == '-' || strstr(branch, "..")))
+		r = pd_error_msg(&err, EINVAL, "'%s' is not a usable branch name", branch);
+	if (r == 0)
+		r = apply_branch(dir, spec.project, branch, a->uncommitted, &err);
+	box_spec_free(&spec);
+	strv_free(a->allow_exec);
+	return r < 0 ? cli_fail(&err) : 0;
 }
 
 int cmd_apply(int argc, char **argv)
@@ -59,6 +91,8 @@ int cmd_apply(int argc, char **argv)
 	const char *name = argv[optind++];
 	a.o.paths = optind < argc ? argv + optind : NULL;
 	pd_err err = {0};
+	if (a.branch)
+		return apply_to_branch(name, &a);
 	struct wsnap s;
 	r = a.fresh ? -ENOENT : wsnap_load(name, &s, &err);
 	if (r == -ENOENT) {

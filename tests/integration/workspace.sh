@@ -137,5 +137,22 @@ t_cp_in_and_out() {
 	assert_status 2 pd cp "$h/file.txt" "$h/out"
 	pd rm -f ws8
 }
+t_apply_branch_takes_commits_without_checkout() {
+	local G=$PADDOCK_HOME/g
+	mkdir -p "$G" && cd "$G"
+	git init -q && git -c user.email=a@b -c user.name=t commit -q --allow-empty -m init
+	echo base >f && git add f && git -c user.email=a@b -c user.name=t commit -qm base
+	chmod -R a+rwX "$G"
+	pd create gb >/dev/null
+	pd exec gb -- sh -c 'echo boxed >>f && git -c user.name=a -c user.email=a@b commit -qam "box work" && echo wip >g'
+	# a hook the box planted must never run on the host
+	pd exec gb -- sh -c 'printf "#!/bin/sh\ntouch /tmp/pd-hook-ran-$$\n" >.git/hooks/reference-transaction; chmod +x .git/hooks/reference-transaction'
+	pd apply --branch=box-work --uncommitted gb >/dev/null
+	assert_eq "$(git log --format=%s -2 box-work | tr '\n' '|')" "paddock: uncommitted changes|box work|"
+	assert_eq "$(cat f)" "base"             # nothing checked out
+	assert_eq "$(git status --porcelain)" "" # the work tree is untouched
+	[ ! -e .git/hooks/reference-transaction ] || fail "the box's hook reached the host"
+	pd rm -f gb
+}
 
 run_tests

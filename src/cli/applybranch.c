@@ -1,0 +1,97 @@
+/* applybranch.c — `paddock apply NAME --branch[=BRANCH]`: the box's commits (and, with
+ * --uncommitted, its uncommitted changes as one more commit) become a branch of the host
+ * repository. A git bundle made inside the box crosses over as a file (size-capped) and is
+ * fetched into refs/heads/BRANCH: git objects are data; nothing is checked out, and every
+ * hook is disabled for the host-side git commands (core.hooksPath=/dev/null). */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "cli/applybranch.h"
+#include "cli/session.h"
+#include "supervisor/supervisor.h"
+#include "util/fdio.h"
+
+#define BUNDLE_MAX (UINT64_C(4) << 30)
+
+static const char export_script[] =
+	"set -e; cd /workspace; git rev-parse --verify -q HEAD >/dev/null || { echo 'no commits in the box' >&2; exit 3; }\n"
+	"if [ \"$1\" = 1 ] && [ -n \"$(git status --porcelain)\" ]; then\n"
+	"  export GIT_INDEX_FILE=$(mktemp); git read-tree HEAD; git add -A; t=$(git write-tree)\n"
+	"  c=$(git -c user.name=paddock -c user.email=paddock@localhost commit-tree \"$t\" -p HEAD -m 'paddock: uncommitted changes')\n"
+	"  rm -f \"$GIT_INDEX_FILE\"\n"
+	"else c=$(git rev-parse HEAD); fi\n"
+	"git update-ref refs/paddock/export \"$c\"; exec git bundle create -q - refs/paddock/export\n";
+
+/* The child: the bundle from the box to out_fd (a file capped by RLIMIT_FSIZE). */
+static _noreturn_ void bundle_out(const char *box_dir, bool uncommitted, int out_fd)
+{
+	pd_err err = {0};
+	struct rlimit rl = {BUNDLE_MAX, BUNDLE_MAX};
+	setrlimit(RLIMIT_FSIZE, &rl);
+	signal(SIGXFSZ, SIG_IGN);
+	int fd = sup_connect(box_dir, &err);
+	if (fd < 0) {
+		pd_err_print(&err);
+		_exit(125);
+	}
+	char *argv[] = {"sh", "-c", (char *)export_script, "sh", uncommitted ? "1" : "0", NULL};
+	struct session_req req = {.argv = argv, .redirect = true, .in_fd = -1, .out_fd = out_fd,
+				  .err_fd = STDERR_FILENO, .user = "agent"};
+	int status = 125;
+	if (session_run(fd, 1, &req, &status, &err) < 0)
+		pd_err_print(&err);
+	_exit(status);
+}
+
+static int run_git(char *const *argv)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* only what git needs: no inherited GIT_* that could point it elsewhere */
+		char *envp[] = {"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", NULL};
+		execve("/usr/bin/git", argv, envp);
+		_exit(127);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int apply_branch(const char *box_dir, const char *project, const char *branch, bool uncommitted, pd_err *err)
+{
+	_cleanup_free_ char *gitdir = xasprintf("%s/.git", project);
+	struct stat st;
+	if (stat(gitdir, &st) < 0)
+		return pd_error_msg(err, ENOTDIR, "%s is not a git repository", project);
+	_cleanup_free_ char *bundle = xasprintf("%s/export.bundle", box_dir);
+	_cleanup_close_ int fd = open(bundle, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return pd_error(err, errno, "cannot create %s", bundle);
+	pid_t pid = fork();
+	if (pid == 0)
+		bundle_out(box_dir, uncommitted, fd);
+	int w = 0;
+	waitpid(pid, &w, 0);
+	if (!(WIFEXITED(w) && WEXITSTATUS(w) == 0))
+		return pd_error_msg(err, EIO, "cannot export the sandbox's commits (status %d)", WIFEXITED(w) ? WEXITSTATUS(w) : -1);
+	_cleanup_free_ char *refspec = xasprintf("refs/paddock/export:refs/heads/%s", branch);
+	_cleanup_free_ char *gd = xasprintf("--git-dir=%s", gitdir);
+	char *verify[] = {"git", gd, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+			  "bundle", "verify", "-q", bundle, NULL};
+	char *fetch[] = {"git", gd, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+			 "-c", "transfer.fsckObjects=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head",
+			 bundle, refspec, NULL};
+	int r = run_git(verify);
+	if (r == 0)
+		r = run_git(fetch);
+	unlink(bundle);
+	if (r != 0)
+		return pd_error_msg(err, EIO, "git could not take the sandbox's commits into branch '%s' (status %d; "
+				    "an existing branch is only fast-forwarded)", branch, r);
+	printf("branch %s now holds the sandbox's commits (nothing was checked out)\n", branch);
+	return 0;
+}
