@@ -11,6 +11,8 @@
 #   BENCH_WARMUP   untimed warm-up runs (default 3)
 #   BENCH_OUT      directory for result files (default bench/results)
 #   BENCH_WORK     scratch directory for large trees/files (default /var/tmp/paddock-bench)
+#   BENCH_PADDOCK_HOME  PADDOCK_HOME for the boxes the benchmarks make
+#                  (default $BENCH_WORK/paddock-home)
 #   BENCH_NO_HYPERFINE=1  force the plain bash timing loop even if hyperfine exists
 #
 # Timing: `hyperfine --shell=none --export-json` when installed (Debian package hyperfine),
@@ -27,6 +29,9 @@ BENCH_WORK=${BENCH_WORK:-/var/tmp/paddock-bench}
 BENCH_SUITE=${BENCH_SUITE:-$(basename "${BASH_SOURCE[1]:-$0}" .sh)}
 BENCH_SRT=${BENCH_SRT:-$BENCH_DIR/node_modules/.bin/srt}
 mkdir -p "$BENCH_OUT" "$BENCH_WORK"
+# paddock's state for benchmark boxes stays out of the user's own PADDOCK_HOME
+export PADDOCK_HOME=${BENCH_PADDOCK_HOME:-$BENCH_WORK/paddock-home}
+mkdir -p "$PADDOCK_HOME" && chmod 0711 "$PADDOCK_HOME"
 
 bench_log() { printf '# %s\n' "$*" >&2; }
 bench_die() { printf 'bench: %s\n' "$*" >&2; exit 1; }

@@ -14,6 +14,9 @@
 # paddock's own VmHWM polled from /proc while a `run --rm -- sleep 1` box is alive
 # (target <= 4 MB). Concurrency: wall time for 50 boxes started at once (median of
 # BENCH_PAR_REPEATS, default 5), each running `sleep 0`.
+# Every command runs from an empty directory: paddock copies its working directory into
+# the box by default, so that copy costs the same (nothing) on every machine; a row with
+# --workspace none shows the box alone.
 # Without a working $PADDOCK the anchors run alone and paddock rows say "not measured".
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -46,6 +49,11 @@ time_startup() {
 	bench_row "bwrap --unshare-all ... true" "$bw" ms
 	if [ -n "$pd" ]; then
 		bench_row "paddock run --rm --backend ns -- true" "$pd" ms "$bw" bwrap "target <= 2x"
+		# the default copies the (empty) working directory in; show the box alone too
+		local none
+		if none=$(bench_time_ms "${PD_CMD[@]:0:5}" --workspace none -- true 2>/dev/null); then
+			bench_row "paddock run --rm --backend ns --workspace none -- true" "$none" ms "$bw" bwrap
+		fi
 		bench_row "srt -- true (sandbox-runtime)" "$srt" ms "$pd" paddock "target >= 20x"
 	else
 		bench_row "paddock run --rm --backend ns -- true" - ms "" "" "$NA"
