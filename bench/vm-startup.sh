@@ -7,10 +7,10 @@
 #   KERNEL=/path/to/vmlinux ACCEL=tcg bench/vm-startup.sh
 #
 # Environment:
-#   KERNEL    guest kernel (ELF vmlinux, booted through PVH; or a bzImage). Default: Debian's
-#             linux-image-cloud-amd64, fetched with `apt-get download` into bench/.cache and
-#             its ELF vmlinux unpacked from the bzImage payload. Point it at paddock's cached
-#             kernel so both sides boot the same one.
+#   KERNEL    guest kernel (ELF vmlinux, booted through PVH; or a bzImage). Default: the
+#             one paddock cached in $PADDOCK_HOME/cache/kernel (so both sides boot the same
+#             kernel), else Debian's linux-image-cloud-amd64 fetched with `apt-get download`
+#             into bench/.cache, its ELF vmlinux unpacked from the bzImage payload.
 #   ACCEL     tcg (default) | kvm | auto (kvm only if a probe boot succeeds: here /dev/kvm
 #             opens but guests die with "KVM internal error", so auto falls back to tcg)
 #   BENCH_VM_RUNS  timed boots per command (default 10), BENCH_VM_MEM guest MiB (512)
@@ -103,7 +103,17 @@ choose_accel() {
 	if "${QEMU[@]}" </dev/null >/dev/null 2>&1; then echo kvm; else echo tcg; fi
 }
 
-KERNEL=${KERNEL:-$(fetch_kernel)}
+# paddock_kernel: the kernel paddock itself cached (PADDOCK_HOME/cache/kernel/current)
+paddock_kernel() {
+	local root="$PADDOCK_HOME/cache/kernel" rel boot
+	rel=$(cat "$root/current" 2>/dev/null) && boot=$(cat "$root/$rel/boot" 2>/dev/null) &&
+		[ -s "$root/$rel/$boot" ] && echo "$root/$rel/$boot"
+}
+
+# probe paddock first: its first vm run fetches the kernel the anchor should boot too
+PD_VM=0
+bench_paddock_works vm && PD_VM=1
+KERNEL=${KERNEL:-$(paddock_kernel || fetch_kernel)}
 [ -s "$KERNEL" ] || bench_die "no guest kernel"
 INITRD=$(build_initramfs)
 [ -s "$INITRD" ] || bench_die "no initramfs"
@@ -124,8 +134,10 @@ qemu_cmd "$KERNEL" "$ACCEL"
 rss=$(bench_peak_rss_median_kb 3 "${QEMU[@]}") || rss=-
 bench_row "peak RSS: raw qemu (GNU time %M)" "$rss" KiB "" "" "guest RAM ${VM_MEM} MiB, mostly untouched"
 
-if bench_paddock_works vm; then
-	PD=("$PADDOCK" run --rm --backend vm --accel "$ACCEL" --memory "${VM_MEM}M" --)
+if [ $PD_VM = 1 ]; then
+	PD=("$PADDOCK" run --rm --backend vm --memory "${VM_MEM}M")
+	"$PADDOCK" run --help 2>&1 | grep -q -- '--accel' && PD+=(--accel "$ACCEL")
+	PD+=(--)
 	pd=$(bench_time_ms "${PD[@]}" true) || pd=-
 	bench_row "paddock run --rm --backend vm -- true" "$pd" ms "$raw" "raw qemu" "target <= 1.15x"
 	pdrss=$(bench_peak_rss_median_kb 3 "${PD[@]}" true) || pdrss=-
