@@ -152,6 +152,8 @@ static void poweroff_at_exit(void)
 	reboot(RB_POWER_OFF);
 }
 
+static void step(const char *what);
+
 /* ---- stage 1 steps -------------------------------------------------------------------- */
 
 static int mount_one(const char *src, const char *dst, const char *type, unsigned long flags, const char *data)
@@ -209,6 +211,7 @@ static int load_modules(void)
 		r = load_module(l);
 		if (r < 0)
 			return r;
+		step(l);
 	}
 	return 0;
 }

@@ -16,6 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(out);
 	}
 	(void)kernel_elf_has_pvh(data, size);
+	if (kmod_strip_signature(data, size) > size)
+		abort();
 	char *v;
 	if (kmod_modinfo_get(data, size, "depends", &v) == 0) {
 		char **deps;

@@ -7,6 +7,7 @@
 
 #include "guest/vmboot.h"
 #include "image/initramfs.h"
+#include "image/kernel_modules.h"
 #include "util/fdio.h"
 
 #define MODULE_MAX (16u * 1024u * 1024u)
@@ -147,6 +148,7 @@ static int add_entry(struct cpio_buf *b, const struct initramfs_entry *e, pd_err
 		if (r < 0)
 			return pd_error(err, r, "cannot read %s", e->src);
 		data = (const uint8_t *)file;
+		len = kmod_strip_signature(data, len); /* every file read from disk here is a module */
 	}
 	int r = cpio_add(b, e, data, len);
 	return r < 0 ? pd_error(err, r, "cannot add %s to the initramfs", e->path) : 0;

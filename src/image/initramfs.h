@@ -35,7 +35,8 @@ struct initramfs_plan {
 };
 
 /* The content list: dev/console, the mount points, /init (the given bytes), and each module
- * of `modules` (in load order) read from moddir/<name>.ko. */
+ * of `modules` (in load order) read from moddir/<name>.ko (its signature stripped when the
+ * archive is built: see kmod_strip_signature). */
 void initramfs_plan_build(const uint8_t *init, size_t init_len, const char *moddir, char *const *modules,
 			  struct initramfs_plan *ret);
 void initramfs_plan_free(struct initramfs_plan *p);

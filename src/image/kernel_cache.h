@@ -9,8 +9,12 @@
  *                                         /digest   sha256 of the boot image (cache keys)
  *                                         /modules/<name>.ko, /modules/order (load order)
  *
- * A release directory appears atomically (built under .fetch-*, then renamed) and is never
- * changed afterwards, so readers need no lock. Once cached, nothing needs the network. */
+ *                                         /initramfs-<key>.cpio  (initramfs.h, added later)
+ *
+ * A release directory appears atomically (built under .fetch-*, then renamed); its kernel and
+ * modules never change afterwards, and initramfs files are only ever added (atomically), so
+ * readers need no lock. Once cached, nothing needs the network.
+ * TODO: prune initramfs files of old paddock builds (by age: one may be in use). */
 #pragma once
 
 #include "util/error.h"

@@ -118,6 +118,19 @@ int kmod_split_depends(const char *value, char ***ret)
 	return 0;
 }
 
+size_t kmod_strip_signature(const uint8_t *ko, size_t len)
+{
+	static const char magic[] = "~Module signature appended~\n";
+	const size_t ml = sizeof(magic) - 1, sigstruct = 12; /* algo hash id_type signer_len key_id_len pad[3] be32 sig_len */
+	if (len < ml + sigstruct || memcmp(ko + len - ml, magic, ml) != 0)
+		return len;
+	const uint8_t *p = ko + len - ml - 4;
+	size_t siglen = (size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
+	if (siglen > len - ml - sigstruct)
+		return len;
+	return len - ml - sigstruct - siglen;
+}
+
 char **kmod_parse_builtin(const char *text)
 {
 	char **v = xcalloc(1, sizeof(char *));

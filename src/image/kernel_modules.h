@@ -37,6 +37,14 @@ int kmod_modinfo_get(const uint8_t *ko, size_t len, const char *key, char **ret)
  * KMOD_MAX_DEPS). */
 int kmod_split_depends(const char *value, char ***ret);
 
+/* The length of a module without its appended signature ("~Module signature appended~\n"
+ * trailer, struct module_signature, signature bytes), or len when it has none or the trailer
+ * does not add up. Why strip: verifying an RSA signature per module costs ~0.5 s of a TCG
+ * boot, and buys nothing here: the guest kernel does not enforce signatures (root in the guest
+ * may load any module into its own kernel anyway), and the modules reach the initramfs from
+ * Debian's package through the host's apt, the same way as the kernel itself. */
+size_t kmod_strip_signature(const uint8_t *ko, size_t len);
+
 /* Parses modules.builtin ("kernel/fs/ext4/ext4.ko" per line) into module names. */
 char **kmod_parse_builtin(const char *text);
 

@@ -157,6 +157,23 @@ static void test_resolve_errors(void **state)
 	assert_null(order);
 }
 
+static void test_strip_signature(void **state)
+{
+	static const char magic[] = "~Module signature appended~\n";
+	uint8_t m[256] = "ELFBODY";
+	size_t body = 7, siglen = 5, len = body + siglen + 12 + 28;
+	memset(m + body, 'S', siglen);
+	memset(m + body + siglen, 0, 12);
+	m[body + siglen + 11] = (uint8_t)siglen; /* be32 sig_len is the last field */
+	memcpy(m + body + siglen + 12, magic, 28);
+	assert_int_equal(kmod_strip_signature(m, len), body);
+	/* no trailer, or a signature longer than the file: unchanged */
+	assert_int_equal(kmod_strip_signature(m, body), body);
+	m[body + siglen + 11] = 200;
+	assert_int_equal(kmod_strip_signature(m, len), len);
+	assert_int_equal(kmod_strip_signature(m, 10), 10);
+}
+
 static void test_guest_list(void **state)
 {
 	/* the list the guest needs: the transport first, the root filesystem present */
@@ -178,6 +195,7 @@ int main(void)
 		cmocka_unit_test(test_split_and_builtin),
 		cmocka_unit_test(test_resolve_order),
 		cmocka_unit_test(test_resolve_errors),
+		cmocka_unit_test(test_strip_signature),
 		cmocka_unit_test(test_guest_list),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -260,9 +260,21 @@ static void test_guest_wipes_disk_base_unchanged(void **state)
 	box_done(&h, dir2);
 }
 
+static void test_doctor(void **state)
+{
+	char **lines = vm_doctor(home);
+	assert_int_equal(strv_len(lines), 4);
+	for (size_t i = 0; lines[i]; i++) {
+		fprintf(stderr, "doctor: %s\n", lines[i]);
+		assert_true(startswith(lines[i], "ok ") || startswith(lines[i], "info "));
+	}
+	strv_free(lines);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_doctor),
 		cmocka_unit_test(test_boot_hello_exec),
 		cmocka_unit_test(test_kill_keeps_disk),
 		cmocka_unit_test(test_guest_wipes_disk_base_unchanged),

@@ -185,6 +185,14 @@ static int prepare_channels(struct start_ctx *c, pd_err *err)
 	return 0;
 }
 
+/* No --cpus: two vCPUs under KVM (if the host has them); one under TCG, where a second
+ * vCPU makes boots slower, not faster. */
+static unsigned default_cpus(enum vm_accel a)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return a == VM_ACCEL_KVM && n >= 2 ? 2 : 1;
+}
+
 static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q, char *console)
 {
 	const struct box_config *cfg = c->cfg;
@@ -193,7 +201,7 @@ static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q, c
 	q->name = cfg->name;
 	q->accel = c->accel.accel;
 	q->memory_mib = cfg->memory ? (cfg->memory + (1u << 20) - 1) >> 20 : VM_DEFAULT_MEMORY_MIB;
-	q->cpus = cfg->cpus_milli ? (cfg->cpus_milli + 999) / 1000 : 1;
+	q->cpus = cfg->cpus_milli ? (cfg->cpus_milli + 999) / 1000 : default_cpus(q->accel);
 	q->kernel = c->kernel.boot_path;
 	q->initrd = c->initrd;
 	q->tsc_khz = c->files.tsc_khz;
@@ -277,6 +285,48 @@ static void vm_cleanup(struct box_handle *h)
 	}
 	closep(&h->pidfd);
 	h->pidfd = -1;
+}
+
+/* ---- doctor -------------------------------------------------------------------------- */
+
+static char *doctor_accel(const char *home, const char *qemu, const struct kernel_cache *k)
+{
+	struct vm_kvm_facts f;
+	vm_kvm_check(&f);
+	struct vm_boot_files b = {.home = home, .qemu = qemu, .kernel_digest = k->digest};
+	if (k->digest && vm_accel_cached(&b, &f.probe_ok, f.probe_reason, sizeof(f.probe_reason)) == 0)
+		f.probed = f.probe_cached = true;
+	struct vm_accel_choice c;
+	vm_accel_decide(vm_accel_mode_from_env(), &f, &c);
+	if (c.need_probe)
+		return xstrdup("info accelerator: /dev/kvm looks usable; a probe boot on the first vm start decides");
+	return xasprintf("%s accelerator %s", c.accel == VM_ACCEL_INVALID ? "missing" : "ok", c.reason);
+}
+
+char **vm_doctor(const char *home)
+{
+	char **v = xcalloc(1, sizeof(char *));
+	_cleanup_free_ char *qemu = NULL, *img = vm_base_image(home);
+	struct kernel_cache k = {0};
+	pd_err err = {0};
+	bool have_qemu = qemu_find_binary("qemu-system-x86_64", &qemu, &err) == 0;
+	_cleanup_free_ char *ql = have_qemu ? xasprintf("ok %s", qemu) : xasprintf("missing %s", err.msg);
+	v = strv_append(v, ql);
+	if (kernel_cache_load(home, &k, &err) == 0) {
+		_cleanup_free_ char *l = xasprintf("ok guest kernel %s (%s)", k.release, k.pvh ? "PVH ELF" : "bzImage");
+		v = strv_append(v, l);
+	} else {
+		_cleanup_free_ char *l = xasprintf("missing %s", err.msg);
+		v = strv_append(v, l);
+	}
+	_cleanup_free_ char *il = xasprintf("%s base image %s", access(img, R_OK) == 0 ? "ok" : "missing", img);
+	v = strv_append(v, il);
+	if (have_qemu) {
+		_cleanup_free_ char *al = doctor_accel(home, qemu, &k);
+		v = strv_append(v, al);
+	}
+	kernel_cache_done(&k);
+	return v;
 }
 
 const struct runtime_ops runtime_vm = {

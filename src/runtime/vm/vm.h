@@ -28,6 +28,11 @@ char *vm_base_image(const char *home);
  * $PADDOCK_VM_ACCEL (auto|kvm|tcg), default auto. */
 enum vm_accel_mode vm_accel_mode_from_env(void);
 
+/* `paddock doctor`'s vm section: one line each for QEMU, the guest kernel, the base image and
+ * the accelerator (the cached verdict; nothing is fetched or booted). Lines start with "ok",
+ * "missing" or "info". */
+char **vm_doctor(const char *home);
+
 /* For a started box: the accelerator and the one line saying why. */
 enum vm_accel vm_box_accel(const struct box_handle *h);
 const char *vm_box_accel_reason(const struct box_handle *h);
