@@ -24,6 +24,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_shell(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_system(int argc, char **argv);

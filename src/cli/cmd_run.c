@@ -4,6 +4,8 @@
 
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "net/vnet.h"
+#include "supervisor/net.h"
 #include "supervisor/supervisor.h"
 
 static const char box_options_help[] =
@@ -51,7 +53,19 @@ static char **session_env(const struct box_opts *o)
 {
 	/* the host's TERM so a terminal session renders correctly; nothing else of the host */
 	const char *term = getenv("TERM");
-	char **env = strv_copy(o->spec.env);
+	char **env = NULL;
+	/* what the supervisor's sup_merge_exec adds for a networked box: the explicit proxy */
+	if (o->spec.net.preset) {
+		static const char *const proxy[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+		for (size_t i = 0; i < ARRAY_SIZE(proxy); i++) {
+			_cleanup_free_ char *kv = xasprintf("%s=" VNET_PROXY_URL, proxy[i]);
+			env = strv_append(env, kv);
+		}
+		env = strv_append(env, "NO_PROXY=localhost,127.0.0.1");
+		env = strv_append(env, "no_proxy=localhost,127.0.0.1");
+	}
+	for (char **e = o->spec.env; e && *e; e++)
+		env = strv_append(env, *e);
 	if (term && *term && o->tty != 0 && isatty(STDIN_FILENO)) {
 		_cleanup_free_ char *kv = xasprintf("TERM=%s", term);
 		env = strv_append(env, kv);
@@ -68,8 +82,13 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 		return r;
 	int lock = store_lock(dir, "supervisor.lock", false);
 	struct box box;
+	struct sup_net *net = NULL;
 	r = box_boot(&o->spec, dir, &box, err);
 	int status = EXIT_FAILURE_PD;
+	/* the network runs on its own thread of this process for the session's life; a box
+	 * whose network cannot be built does not run (fail closed) */
+	if (r == 0 && box.h.net_fd >= 0 && (r = sup_net_start(&o->spec, dir, TAKE_FD(box.h.net_fd), &net, err)) < 0)
+		box_shutdown(&box, false, 0);
 	if (r == 0) {
 		/* no supervisor here to merge the box's defaults: the request carries them */
 		_cleanup_strv_ char **env = session_env(o);
@@ -79,6 +98,7 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 		/* --rm: nothing inside is worth a graceful stop; kill the whole box at once */
 		box_shutdown(&box, false, 0);
 	}
+	sup_net_stop(net);
 	store_remove(dir, NULL);
 	if (lock >= 0)
 		close(lock);

@@ -12,6 +12,7 @@ static const struct verb verbs[] = {
 	{"exec", cmd_exec, "run a command in a running sandbox"},
 	{"shell", cmd_shell, "open a shell in a running sandbox"},
 	{"logs", cmd_logs, "show a sandbox's log"},
+	{"policy", cmd_policy, "show or edit egress rules (global or per sandbox)"},
 	{"diff", cmd_diff, "show what a sandbox changed in its copy of the project"},
 	{"apply", cmd_apply, "apply a sandbox's changes to the project, safely"},
 	{"cp", cmd_cp, "copy files into or out of a sandbox"},

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "net/vnet.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
 
@@ -365,6 +366,9 @@ void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct 
 		.disk = s->disk,
 		.binds = s->binds,
 		.n_binds = s->n_binds,
+		/* every box built from a stored spec gets the fail-closed network (preset "none"
+		 * by default); only hand-built specs without a preset (unit tests) go without */
+		.network = s->net.preset != NULL,
 	};
 	const char *t = getenv("PADDOCK_TESTING");
 	if (t && streq(t, "1"))
@@ -373,7 +377,19 @@ void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct 
 
 void sup_merge_exec(const struct box_spec *spec, const struct proto_exec *req, struct proto_buf *out)
 {
-	_cleanup_strv_ char **env = strv_copy(spec->env);
+	_cleanup_strv_ char **env = NULL;
+	/* the explicit proxy for tools that honour it; -e and the request may override */
+	if (spec->net.preset) {
+		static const char *const proxy[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+		for (size_t i = 0; i < ARRAY_SIZE(proxy); i++) {
+			_cleanup_free_ char *kv = xasprintf("%s=" VNET_PROXY_URL, proxy[i]);
+			env = strv_append(env, kv);
+		}
+		env = strv_append(env, "NO_PROXY=localhost,127.0.0.1");
+		env = strv_append(env, "no_proxy=localhost,127.0.0.1");
+	}
+	for (char **e = spec->env; e && *e; e++)
+		env = strv_append(env, *e);
 	for (size_t i = 0; i < req->envc; i++)
 		env = strv_append(env, req->envp[i]);
 	const char *user = req->user ? req->user : spec->user;

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "supervisor/net.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -431,6 +432,13 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 		r = s.listen_fd = listen_ctl(box_dir, &err);
 	if (r >= 0)
 		r = box_boot(&s.spec, box_dir, &s.box, &err);
+	struct sup_net *net = NULL;
+	if (r >= 0 && s.box.h.net_fd >= 0) {
+		/* fail closed: a box whose network cannot be built does not run */
+		r = sup_net_start(&s.spec, box_dir, TAKE_FD(s.box.h.net_fd), &net, &err);
+		if (r < 0)
+			box_shutdown(&s.box, false, 0);
+	}
 	if (r < 0) {
 		fprintf(stderr, "paddock supervisor: %s\n", err.msg);
 		report_ready(ready_fd, r, &err);
@@ -449,6 +457,7 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 	s.box.h.ctl_fd = -1; /* owned by s.init now */
 	proto_conn_free(&s.init);
 	box_shutdown(&s.box, false, 0);
+	sup_net_stop(net);
 	save_final_state(&s, s.stopping);
 	fprintf(stderr, "paddock supervisor: sandbox %s %s\n", s.spec.name, s.stopping ? "stopped" : "exited");
 	for (int i = 0; i < SUP_MAX_CLIENTS; i++)

@@ -39,6 +39,7 @@ enum ns_layer {
 	NS_LAYER_LANDLOCK,
 	NS_LAYER_SECCOMP,
 	NS_LAYER_EXEC,       /* execveat of paddock-init */
+	NS_LAYER_NET,        /* the box's one interface: a TAP whose fd goes to the supervisor */
 	NS_LAYER_MAX,
 };
 
@@ -104,6 +105,8 @@ struct ns_plan {
 	char *envp[6];
 	char env_store[5][96];
 	unsigned fail_mask;
+	/* network (issue 4): a TAP "eth0" in the box's netns, its fd sent back on sync_fd */
+	bool network;
 	/* fds as the child sees them */
 	int sync_fd;              /* parent writes one byte when the cgroup and id maps are in place */
 	int report_fd;            /* CLOEXEC pipe: a struct ns_report on failure, EOF on exec */
@@ -125,6 +128,14 @@ static inline bool ns_injected(const struct ns_plan *p, enum ns_layer l)
 {
 	return (p->fail_mask & (1u << l)) != 0;
 }
+
+/* child: creates the TAP "eth0" in the box's network namespace, gives it the fixed box
+ * address and a default route to the virtual gateway, and sends its fd to the parent over
+ * p->sync_fd (SCM_RIGHTS). Must run while the child still holds CAP_NET_ADMIN over its own
+ * namespaces (before become_box_user). No-op without p->network. */
+int ns_net_tap(const struct ns_plan *p, struct ns_report *rep);
+/* parent: receives the TAP fd the child sent (the child has already exec'd or failed). */
+int ns_net_recv_tap(int sock, int *ret_fd, pd_err *err);
 
 /* child: the whole setup of the box after clone3; never returns. */
 _noreturn_ void ns_child_main(const struct ns_plan *p);

@@ -110,6 +110,9 @@ static int setup(const struct ns_plan *p, int bind_fds[], int *report_fd, struct
 	if (ns_rootfs_open_binds(p, bind_fds, rep) < 0)
 		return -1;
 	wait_for_parent(p);
+	/* before the uid change, which drops CAP_NET_ADMIN over the box's namespaces */
+	if (ns_net_tap(p, rep) < 0)
+		return -1;
 	if (become_box_user(p, rep) < 0 || die_with_parent(p, rep) < 0 || cgroup_ns(p, rep) < 0)
 		return -1;
 	if (ns_rootfs_build(p, bind_fds, rep) < 0 || uts_and_net(p, rep) < 0)

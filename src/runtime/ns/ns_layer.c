@@ -18,6 +18,7 @@ static const char *const layer_names[NS_LAYER_MAX] = {
 	[NS_LAYER_LANDLOCK] = "landlock",
 	[NS_LAYER_SECCOMP] = "seccomp",
 	[NS_LAYER_EXEC] = "exec",
+	[NS_LAYER_NET] = "network",
 };
 
 static const char *const layer_hints[NS_LAYER_MAX] = {
@@ -37,6 +38,8 @@ static const char *const layer_hints[NS_LAYER_MAX] = {
 			      "boot parameter); the ns backend does not run without it",
 	[NS_LAYER_SECCOMP] = "seccomp filters must be available (CONFIG_SECCOMP_FILTER=y)",
 	[NS_LAYER_EXEC] = "paddock-init could not be executed (is vm.memfd_noexec set to 2?)",
+	[NS_LAYER_NET] = "the box's network needs /dev/net/tun usable by the caller (mode 0666, the Debian "
+			 "default) and TUN/TAP in the kernel; see `paddock doctor`",
 };
 
 const char *ns_layer_name(enum ns_layer l)

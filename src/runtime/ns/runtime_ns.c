@@ -17,6 +17,7 @@
 #include "runtime/ns/ns_landlock.h"
 #include "runtime/ns/ns_seccomp.h"
 #include "util/fdio.h"
+#include "net/vnet.h"
 #include "util/log.h"
 #ifdef NS_HAVE_GUEST
 #include "guest/blob.h"
@@ -37,6 +38,7 @@ struct start_ctx {
 	int ctl[2], sync[2], report[2];
 	pid_t pid;
 	int pidfd;
+	int net_fd;
 };
 
 /* Rewrites err as "<layer> layer: <what>; refusing to start: <what to do>". */
@@ -128,6 +130,18 @@ static int plan_security(struct ns_plan *p, pd_err *err)
 	return 0;
 }
 
+/* With a network, the box's resolver is the supervisor's DNS answerer (and nothing else). */
+static void use_box_resolver(struct ns_file *etc)
+{
+	for (size_t i = 0; i < NS_ETC_N_GENERATED; i++) {
+		if (!etc[i].name || !streq(etc[i].name, "resolv.conf"))
+			continue;
+		free(etc[i].data);
+		etc[i].data = xstrdup("nameserver " VNET_DNS_STR "\noptions attempts:1 timeout:2\n");
+		etc[i].len = strlen(etc[i].data);
+	}
+}
+
 /* Builds the plan: everything the child needs, so that it never allocates. */
 static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_fd, pd_err *err)
 {
@@ -144,6 +158,9 @@ static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_f
 	p->binds = cfg->binds;
 	p->n_binds = cfg->n_binds;
 	ns_etc_generate(cfg->name, access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh", c->etc);
+	if (cfg->network)
+		use_box_resolver(c->etc);
+	p->network = cfg->network;
 	p->etc_files = c->etc;
 	p->n_etc_files = NS_ETC_N_GENERATED;
 	plan_limits(p, &c->lim);
@@ -291,6 +308,7 @@ static void undo(struct start_ctx *c)
 	}
 	close_fd(&c->pidfd);
 	close_fd(&c->ctl[0]);
+	close_fd(&c->net_fd);
 }
 
 static void ctx_free(struct start_ctx *c)
@@ -304,7 +322,7 @@ static void ctx_free(struct start_ctx *c)
 
 int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_handle *ret, pd_err *err)
 {
-	struct start_ctx c = {.ctl = {-1, -1}, .sync = {-1, -1}, .report = {-1, -1}, .pidfd = -1};
+	struct start_ctx c = {.ctl = {-1, -1}, .sync = {-1, -1}, .report = {-1, -1}, .pidfd = -1, .net_fd = -1};
 	int r = validate(cfg, err);
 	if (r == 0)
 		r = prepare(&c, cfg, init_fd, err);
@@ -318,6 +336,8 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 		r = early_report(&c, r, err);
 	if (r == 0)
 		r = await_child(&c, err);
+	if (r == 0 && cfg->network && ns_net_recv_tap(c.sync[1], &c.net_fd, err) < 0)
+		r = layer_error(err, NS_LAYER_NET);
 	if (r < 0) {
 		undo(&c);
 		ctx_free(&c);
@@ -326,7 +346,7 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	struct ns_box *b = xcalloc(1, sizeof(*b));
 	b->cg = TAKE_PTR(c.cg);
 	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd),
-				   .net_fd = -1, .priv = b};
+				   .net_fd = TAKE_FD(c.net_fd), .priv = b};
 	ctx_free(&c);
 	pd_debug("ns: box %s is pid %d (root %s)", cfg->name, (int)ret->pid, c.plan.root_ok ? "mapped" : "absent");
 	return 0;
@@ -371,6 +391,8 @@ static void ns_cleanup(struct box_handle *h)
 		h->priv = NULL;
 	}
 	close_fd(&h->pidfd);
+	if (h->net_fd >= 0)
+		close_fd(&h->net_fd);
 }
 
 const struct runtime_ops runtime_ns = {

@@ -1,0 +1,688 @@
+/* engine.c — the egress engine's connections (see engine.h for the rules). */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "egress/engine.h"
+#include "egress/httpreq.h"
+#include "egress/sni.h"
+#include "net/dns.h"
+#include "util/fdio.h"
+#include "util/log.h"
+
+enum conn_state { S_HEAD, S_DIAL, S_RELAY, S_DRAIN, S_DEAD };
+enum conn_mode { M_NONE, M_TLS, M_HTTP, M_RAW };
+
+struct buf {
+	uint8_t *d;
+	size_t len, cap;
+};
+
+struct conn {
+	struct conn *next;
+	enum egress_conn_kind kind;
+	enum conn_state state;
+	enum conn_mode mode;
+	int bfd, ufd;
+	int bidx, uidx;            /* their pollfd slots in the current round, -1 if none */
+	struct in_addr addr;       /* what the box connected to */
+	uint16_t box_port;
+	char name[EGRESS_NAME_MAX + 1];
+	uint16_t port;             /* upstream port */
+	char rule[EGRESS_RULE_TEXT_MAX + 16];
+	const char *reason;        /* why refused, or NULL */
+	bool fip_held, b_eof, u_eof, u_shut, b_shut, connected, logged;
+	/* box -> upstream: up[0..up_ok) is checked and may be forwarded */
+	struct buf up, down;
+	size_t up_ok;
+	/* HTTP: per-request parsing */
+	struct egress_httpreq_state hs;
+	bool in_body, proxy_abs;
+	int64_t body_left;
+	bool connect_reply; /* CONNECT: "200" to send once connected */
+	int64_t t0, deadline;
+	uint64_t nup, ndown;
+};
+
+struct egress_engine {
+	char *box;
+	struct egress_audit *audit;
+	const struct egress_resolve_map *resolve;
+	struct fakeip_pool *pool;
+	const struct egress_policy *policy;
+	struct conn *conns;
+	size_t n;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct egress_engine *egress_engine_new(const char *box, struct egress_audit *audit,
+					const struct egress_resolve_map *resolve, struct fakeip_pool *pool)
+{
+	struct egress_engine *e = xcalloc(1, sizeof(*e));
+	e->box = xstrdup(box);
+	e->audit = audit;
+	e->resolve = resolve;
+	e->pool = pool;
+	return e;
+}
+
+void egress_engine_set_policy(struct egress_engine *e, const struct egress_policy *p) { e->policy = p; }
+const struct egress_policy *egress_engine_policy(const struct egress_engine *e) { return e->policy; }
+size_t egress_engine_count(const struct egress_engine *e) { return e->n; }
+
+static const char *kind_str(enum egress_conn_kind k)
+{
+	return k == EGRESS_CONN_DNS ? "dns-tcp" : k == EGRESS_CONN_PROXY ? "proxy" : "tcp";
+}
+
+/* --- audit ----------------------------------------------------------------------------- */
+
+static void log_conn(struct egress_engine *e, struct conn *c)
+{
+	if (c->logged || c->kind == EGRESS_CONN_DNS)
+		return;
+	c->logged = true;
+	struct egress_audit_rec r = {
+		.time_ms = wall_ms(), .box = e->box, .kind = kind_str(c->kind), .name = c->name,
+		.port = c->port, .rule = c->rule, .verdict = c->reason ? "deny" : "allow",
+		.reason = c->reason ? c->reason : "", .bytes_up = c->nup, .bytes_down = c->ndown,
+		.duration_ms = mono_ms() - c->t0,
+	};
+	egress_audit_write(e->audit, &r);
+}
+
+void egress_engine_log_refused(struct egress_engine *e, const char *name, uint16_t port,
+			       const char *rule, const char *reason)
+{
+	struct egress_audit_rec r = {.time_ms = wall_ms(), .box = e->box, .kind = "tcp", .name = name,
+				     .port = port, .rule = rule, .verdict = "deny", .reason = reason};
+	egress_audit_write(e->audit, &r);
+}
+
+/* --- DNS ------------------------------------------------------------------------------- */
+
+static int fake_ip_cb(void *opaque, const char *name, struct in_addr *ret)
+{
+	struct egress_engine *e = opaque;
+	return fakeip_assign(e->pool, name, (uint64_t)(mono_ms() / 1000), ret);
+}
+
+int egress_engine_dns(struct egress_engine *e, const uint8_t *q, size_t qlen, uint8_t *out,
+		      size_t cap, size_t *ret_len)
+{
+	struct dns_ctx ctx = {.policy = e->policy, .fake_ip = fake_ip_cb, .opaque = e};
+	struct dns_event ev;
+	int r = dns_answer(q, qlen, &ctx, out, cap, ret_len, &ev);
+	const char *qt = dns_qtype_str(ev.qtype);
+	char reason[64];
+	snprintf(reason, sizeof(reason), "%s %s", qt ? qt : "TYPE", r < 0 ? "DROPPED" : dns_rcode_str(ev.rcode));
+	struct egress_audit_rec rec = {.time_ms = wall_ms(), .box = e->box, .kind = "dns", .name = ev.name,
+				       .port = 53, .rule = ev.rule ? ev.rule : "",
+				       .verdict = ev.verdict == EGRESS_ALLOW ? "allow" : "deny", .reason = reason};
+	egress_audit_write(e->audit, &rec);
+	return r;
+}
+
+/* --- buffers --------------------------------------------------------------------------- */
+
+static size_t buf_room(const struct buf *b) { return EGRESS_BUF_MAX - b->len; }
+
+static void buf_reserve(struct buf *b, size_t want)
+{
+	if (b->cap - b->len >= want)
+		return;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap - b->len < want)
+		cap *= 2;
+	if (cap > EGRESS_BUF_MAX)
+		cap = EGRESS_BUF_MAX;
+	b->d = xrealloc(b->d, cap);
+	b->cap = cap;
+}
+
+static void buf_append(struct buf *b, const void *p, size_t n)
+{
+	buf_reserve(b, n);
+	memcpy(b->d + b->len, p, n);
+	b->len += n;
+}
+
+static void buf_consume(struct buf *b, size_t n)
+{
+	memmove(b->d, b->d + n, b->len - n);
+	b->len -= n;
+	if (b->len == 0) { /* idle connections hold no memory */
+		free(b->d);
+		b->d = NULL;
+		b->cap = 0;
+	}
+}
+
+/* Reads what fits into b. 1 data, 0 EOF, -EAGAIN, <0 error. */
+static int buf_read(struct buf *b, int fd, uint64_t *count)
+{
+	size_t room = buf_room(b);
+	if (room == 0)
+		return -EAGAIN;
+	buf_reserve(b, room < 16384 ? room : 16384);
+	ssize_t n = read(fd, b->d + b->len, b->cap - b->len);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? -EAGAIN : -errno;
+	if (n == 0)
+		return 0;
+	b->len += (size_t)n;
+	*count += (uint64_t)n;
+	return 1;
+}
+
+/* Writes up to lim bytes of b. */
+static int buf_write(struct buf *b, int fd, size_t lim)
+{
+	if (lim == 0)
+		return 0;
+	ssize_t n = send(fd, b->d, lim, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+	buf_consume(b, (size_t)n);
+	return (int)n;
+}
+
+/* --- refusals -------------------------------------------------------------------------- */
+
+static void refuse(struct conn *c, const char *reason)
+{
+	if (!c->reason)
+		c->reason = reason;
+	if (c->kind == EGRESS_CONN_PROXY && !c->connected && !c->connect_reply) {
+		size_t n;
+		_cleanup_free_ char *resp = egress_http_403(reason, &n);
+		/* what the box may still see: only the refusal */
+		c->down.len = 0;
+		buf_append(&c->down, resp, n);
+		c->state = S_DRAIN;
+	} else {
+		c->state = S_DEAD;
+	}
+	c->up.len = 0;
+	c->up_ok = 0;
+}
+
+
+static bool check_policy(struct egress_engine *e, struct conn *c)
+{
+	const char *rule = NULL;
+	enum egress_verdict v = egress_policy_check(e->policy, c->name, c->port, &rule);
+	snprintf(c->rule, sizeof(c->rule), "%s", rule ? rule : "");
+	if (v != EGRESS_ALLOW) {
+		refuse(c, "denied-by-policy");
+		return false;
+	}
+	return true;
+}
+
+/* --- dialling -------------------------------------------------------------------------- */
+
+static void start_dial(struct egress_engine *e, struct conn *c)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	bool explicit_;
+	const char *why = "unreachable";
+	if (egress_resolve(e->resolve, c->name, c->port, &sa, &len, &explicit_, &why) < 0) {
+		refuse(c, why);
+		return;
+	}
+	int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		refuse(c, "socket-failed");
+		return;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&sa, len) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		refuse(c, "connect-failed");
+		return;
+	}
+	c->ufd = fd;
+	c->state = S_DIAL;
+	c->deadline = mono_ms() + EGRESS_DIAL_TIMEOUT_MS;
+}
+
+static void dial_done(struct conn *c)
+{
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
+		refuse(c, "connect-failed");
+		return;
+	}
+	c->connected = true;
+	c->state = S_RELAY;
+	c->deadline = 0;
+	if (c->connect_reply) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		buf_append(&c->down, ok, sizeof(ok) - 1);
+		c->connect_reply = false;
+	}
+}
+
+/* --- checks on the box's bytes --------------------------------------------------------- */
+
+static bool port_is_web(uint16_t p) { return p == 80 || p == 443; }
+
+/* TLS: the ClientHello must name exactly c->name. 1 ok, 0 need more, -1 refused. */
+static int check_tls(struct conn *c)
+{
+	char sni[EGRESS_NAME_MAX + 1];
+	enum egress_sni_result r = egress_sni_extract(c->up.d, c->up.len, sni);
+	if (r == EGRESS_SNI_NEED_MORE)
+		return 0;
+	if (r != EGRESS_SNI_FOUND) {
+		refuse(c, r == EGRESS_SNI_NO_SNI ? "no-sni" : r == EGRESS_SNI_ECH ? "ech" : "bad-client-hello");
+		return -1;
+	}
+	if (!streq(sni, c->name)) {
+		refuse(c, "sni-mismatch");
+		return -1;
+	}
+	c->mode = M_TLS;
+	c->up_ok = c->up.len;
+	return 1;
+}
+
+/* Rewrites an absolute-form request line in the unchecked part of up to origin-form. */
+static void rewrite_origin(struct conn *c, const struct egress_httpreq *q)
+{
+	uint8_t *h = c->up.d + c->up_ok;
+	const char *eol = memchr(h, '\n', q->head_len);
+	if (!eol)
+		return;
+	size_t line_end = (size_t)((const uint8_t *)eol - h) + 1;
+	const char *path = (const char *)h + q->path_off;
+	size_t plen = q->path_len;
+	_cleanup_free_ char *line = xasprintf("%s %s%.*s HTTP/%u.%u\r\n", q->method,
+					      plen == 0 || path[0] == '?' ? "/" : "", (int)plen, path,
+					      q->http_major, q->http_minor);
+	size_t nl = strlen(line), rest = c->up.len - c->up_ok - line_end;
+	buf_reserve(&c->up, nl > line_end ? nl - line_end : 0);
+	h = c->up.d + c->up_ok;
+	memmove(h + nl, h + line_end, rest);
+	memcpy(h, line, nl);
+	c->up.len = c->up_ok + nl + rest;
+	c->hs.fed = 0;
+}
+
+/* One request head at up[up_ok..). 1 accepted (up_ok advanced), 0 need more, -1 refused. */
+static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
+{
+	struct egress_httpreq q;
+	const char *why = NULL;
+	int r = egress_httpreq_feed(&c->hs, (const char *)c->up.d + c->up_ok, c->up.len - c->up_ok, &q, &why);
+	if (r == 0)
+		return 0;
+	if (r < 0) {
+		refuse(c, why ? why : "bad-request");
+		return -1;
+	}
+	if (c->kind == EGRESS_CONN_PROXY && c->proxy_abs) {
+		if (q.form != EGRESS_HTTP_ABSOLUTE || !streq(q.host, c->name) || q.port != c->port) {
+			refuse(c, "proxy-request-for-another-host");
+			return -1;
+		}
+		rewrite_origin(c, &q);
+		egress_httpreq_init(&c->hs);
+		r = egress_httpreq_feed(&c->hs, (const char *)c->up.d + c->up_ok, c->up.len - c->up_ok, &q, &why);
+		if (r != 1) {
+			refuse(c, "bad-request");
+			return -1;
+		}
+	} else if (q.form != EGRESS_HTTP_ORIGIN || !streq(q.host, c->name)) {
+		refuse(c, q.form == EGRESS_HTTP_ORIGIN ? "host-mismatch" : "not-origin-form");
+		return -1;
+	}
+	if (q.chunked) {
+		refuse(c, "chunked-request-body");
+		return -1;
+	}
+	(void)e, (void)first;
+	c->up_ok += q.head_len;
+	c->body_left = q.content_length > 0 ? q.content_length : 0;
+	c->in_body = true;
+	egress_httpreq_init(&c->hs);
+	if (q.upgrade) { /* websocket & co: the rest is not HTTP */
+		c->mode = M_RAW;
+		c->up_ok = c->up.len;
+	}
+	return 1;
+}
+
+/* HTTP mode: vet as much of up as possible, request by request. */
+static int advance_http(struct egress_engine *e, struct conn *c)
+{
+	while (c->mode == M_HTTP && c->up_ok < c->up.len) {
+		if (c->in_body) {
+			size_t n = c->up.len - c->up_ok;
+			if ((int64_t)n > c->body_left)
+				n = (size_t)c->body_left;
+			c->up_ok += n;
+			c->body_left -= (int64_t)n;
+			if (c->body_left > 0)
+				return 1;
+			c->in_body = false;
+			continue;
+		}
+		int r = check_http_head(e, c, false);
+		if (r <= 0)
+			return r;
+	}
+	if (c->mode == M_RAW)
+		c->up_ok = c->up.len;
+	return 1;
+}
+
+/* First bytes of a web-port stream (transparent or inside a CONNECT tunnel): TLS or HTTP. */
+static int classify(struct egress_engine *e, struct conn *c)
+{
+	if (c->up.len == 0)
+		return 0;
+	if (c->up.d[0] == 0x16)
+		return check_tls(c);
+	c->mode = M_HTTP;
+	c->in_body = false;
+	egress_httpreq_init(&c->hs);
+	return advance_http(e, c);
+}
+
+/* --- proxy head ------------------------------------------------------------------------ */
+
+static void proxy_head(struct egress_engine *e, struct conn *c)
+{
+	struct egress_httpreq q;
+	const char *why = NULL;
+	int r = egress_httpreq_feed(&c->hs, (const char *)c->up.d, c->up.len, &q, &why);
+	if (r == 0)
+		return;
+	if (r < 0) {
+		refuse(c, why ? why : "bad-request");
+		return;
+	}
+	snprintf(c->name, sizeof(c->name), "%s", q.host);
+	c->port = q.port;
+	if (q.form == EGRESS_HTTP_ORIGIN) {
+		refuse(c, "not-a-proxy-request");
+		return;
+	}
+	if (!check_policy(e, c))
+		return;
+	if (q.form == EGRESS_HTTP_CONNECT) {
+		if (c->up.len > q.head_len) { /* nothing may ride behind the CONNECT head */
+			refuse(c, "pipelined-after-connect");
+			return;
+		}
+		buf_consume(&c->up, q.head_len);
+		c->connect_reply = true;
+		c->mode = M_NONE;
+	} else {
+		c->proxy_abs = true;
+		c->mode = M_HTTP;
+		c->in_body = false;
+		egress_httpreq_init(&c->hs);
+		if (check_http_head(e, c, true) <= 0)
+			return;
+		advance_http(e, c);
+	}
+	start_dial(e, c);
+}
+
+/* --- connection life ------------------------------------------------------------------- */
+
+void egress_engine_add(struct egress_engine *e, int fd, enum egress_conn_kind kind,
+		       struct in_addr addr, uint16_t port)
+{
+	if (e->n >= EGRESS_CONNS_MAX) {
+		close(fd);
+		egress_engine_log_refused(e, "", port, "", "too-many-connections");
+		return;
+	}
+	fd_set_nonblock(fd, true);
+	struct conn *c = xcalloc(1, sizeof(*c));
+	c->kind = kind;
+	c->bfd = fd;
+	c->ufd = -1;
+	c->addr = addr;
+	c->box_port = c->port = port;
+	c->t0 = mono_ms();
+	c->deadline = c->t0 + EGRESS_HEAD_TIMEOUT_MS;
+	c->state = S_HEAD;
+	egress_httpreq_init(&c->hs);
+	c->next = e->conns;
+	e->conns = c;
+	e->n++;
+	if (kind != EGRESS_CONN_TRANSPARENT)
+		return;
+	const char *name = fakeip_lookup(e->pool, addr, (uint64_t)(c->t0 / 1000));
+	if (!name) {
+		refuse(c, "unknown-address");
+		return;
+	}
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->fip_held = fakeip_ref(e->pool, addr) == 0;
+	if (!check_policy(e, c))
+		return;
+	if (!port_is_web(port)) {
+		c->mode = M_RAW;
+		start_dial(e, c);
+	}
+}
+
+static void conn_free(struct egress_engine *e, struct conn *c)
+{
+	log_conn(e, c);
+	if (c->fip_held)
+		fakeip_unref(e->pool, c->addr, (uint64_t)(mono_ms() / 1000));
+	if (c->bfd >= 0)
+		close(c->bfd);
+	if (c->ufd >= 0)
+		close(c->ufd);
+	free(c->up.d);
+	free(c->down.d);
+	free(c);
+}
+
+void egress_engine_free(struct egress_engine *e)
+{
+	if (!e)
+		return;
+	while (e->conns) {
+		struct conn *c = e->conns;
+		e->conns = c->next;
+		conn_free(e, c);
+	}
+	free(e->box);
+	free(e);
+}
+
+/* DNS over TCP: answer every complete message in up. */
+static void dns_tcp(struct egress_engine *e, struct conn *c)
+{
+	const uint8_t *msg;
+	size_t mlen;
+	int n;
+	while ((n = dns_tcp_next(c->up.d, c->up.len, &msg, &mlen)) > 0) {
+		uint8_t ans[DNS_ANSWER_MAX + 2];
+		size_t alen;
+		if (egress_engine_dns(e, msg, mlen, ans + 2, DNS_ANSWER_MAX, &alen) == 0 &&
+		    dns_tcp_prefix(ans, alen) == 0 && buf_room(&c->down) >= alen + 2)
+			buf_append(&c->down, ans, alen + 2);
+		buf_consume(&c->up, (size_t)n);
+	}
+	if (n < 0)
+		c->state = S_DEAD;
+}
+
+/* New bytes from the box: run the checks of the current state. */
+static void box_bytes(struct egress_engine *e, struct conn *c)
+{
+	if (c->kind == EGRESS_CONN_DNS) {
+		dns_tcp(e, c);
+		return;
+	}
+	if (c->state == S_HEAD && c->kind == EGRESS_CONN_PROXY) {
+		proxy_head(e, c);
+		return;
+	}
+	if (c->mode == M_NONE && port_is_web(c->port)) {
+		int r = classify(e, c);
+		if (r > 0 && c->state == S_HEAD)
+			start_dial(e, c);
+		return;
+	}
+	if (c->mode == M_NONE)
+		c->mode = M_RAW;
+	if (c->mode == M_HTTP)
+		advance_http(e, c);
+	else
+		c->up_ok = c->up.len;
+}
+
+static void on_box(struct egress_engine *e, struct conn *c, short rev)
+{
+	if (rev & (POLLIN | POLLHUP | POLLERR)) {
+		int r = buf_read(&c->up, c->bfd, &c->nup);
+		if (r == 0)
+			c->b_eof = true;
+		else if (r < 0 && r != -EAGAIN)
+			c->state = S_DEAD;
+		else if (r > 0)
+			box_bytes(e, c);
+	}
+	if (c->state != S_DEAD && (rev & POLLOUT) && buf_write(&c->down, c->bfd, c->down.len) < 0)
+		c->state = S_DEAD;
+}
+
+static void on_up(struct conn *c, short rev)
+{
+	if (c->state == S_DIAL) {
+		if (rev & (POLLOUT | POLLERR | POLLHUP))
+			dial_done(c);
+		return;
+	}
+	if (rev & (POLLIN | POLLHUP | POLLERR)) {
+		int r = buf_read(&c->down, c->ufd, &c->ndown);
+		if (r == 0)
+			c->u_eof = true;
+		else if (r < 0 && r != -EAGAIN)
+			c->state = S_DEAD;
+	}
+	if (c->state != S_DEAD && (rev & POLLOUT)) {
+		int w = buf_write(&c->up, c->ufd, c->up_ok);
+		if (w < 0)
+			c->state = S_DEAD;
+		else
+			c->up_ok -= (size_t)w;
+	}
+}
+
+/* Half-closes and the end of a connection. */
+static void settle(struct conn *c, int64_t now)
+{
+	if (c->state == S_DRAIN && c->down.len == 0)
+		c->state = S_DEAD;
+	if (c->state == S_DEAD)
+		return;
+	if (c->deadline && now > c->deadline) {
+		refuse(c, c->state == S_DIAL ? "connect-timeout" : "head-timeout");
+		return;
+	}
+	if (c->state != S_RELAY) {
+		if (c->b_eof && c->state == S_HEAD && c->kind != EGRESS_CONN_DNS)
+			c->state = S_DEAD;
+		if (c->kind == EGRESS_CONN_DNS && c->b_eof && c->down.len == 0)
+			c->state = S_DEAD;
+		return;
+	}
+	if (c->b_eof && c->up.len == 0 && !c->u_shut) {
+		shutdown(c->ufd, SHUT_WR);
+		c->u_shut = true;
+	}
+	if (c->u_eof && c->down.len == 0 && !c->b_shut) {
+		shutdown(c->bfd, SHUT_WR);
+		c->b_shut = true;
+	}
+	if (c->u_shut && c->b_shut)
+		c->state = S_DEAD;
+}
+
+void egress_engine_fill(struct egress_engine *e, struct pollfd *pfd, size_t *n, size_t cap, int *timeout_ms)
+{
+	int64_t now = mono_ms();
+	for (struct conn *c = e->conns; c; c = c->next) {
+		c->bidx = c->uidx = -1;
+		if (*n + 2 > cap)
+			continue;
+		short bev = 0, uev = 0;
+		bool relay = c->state == S_RELAY;
+		if (!c->b_eof && buf_room(&c->up) > 0 && c->state != S_DRAIN && c->state != S_DIAL)
+			bev |= POLLIN;
+		if (c->down.len && (relay || c->state == S_DRAIN || c->kind == EGRESS_CONN_DNS))
+			bev |= POLLOUT;
+		c->bidx = (int)*n;
+		pfd[(*n)++] = (struct pollfd){.fd = c->bfd, .events = bev};
+		if (c->ufd >= 0 && (relay || c->state == S_DIAL)) {
+			if (c->state == S_DIAL)
+				uev = POLLOUT;
+			else {
+				if (!c->u_eof && buf_room(&c->down) > 0)
+					uev |= POLLIN;
+				if (c->up_ok)
+					uev |= POLLOUT;
+			}
+			c->uidx = (int)*n;
+			pfd[(*n)++] = (struct pollfd){.fd = c->ufd, .events = uev};
+		}
+		if (c->deadline) {
+			int64_t d = c->deadline - now;
+			if (d < *timeout_ms)
+				*timeout_ms = d < 0 ? 0 : (int)d;
+		}
+	}
+}
+
+void egress_engine_dispatch(struct egress_engine *e, struct pollfd *pfd)
+{
+	int64_t now = mono_ms();
+	for (struct conn **pc = &e->conns; *pc;) {
+		struct conn *c = *pc;
+		if (c->bidx >= 0 && pfd[c->bidx].revents && c->state != S_DEAD)
+			on_box(e, c, pfd[c->bidx].revents);
+		if (c->uidx >= 0 && pfd[c->uidx].revents && c->state != S_DEAD)
+			on_up(c, pfd[c->uidx].revents);
+		/* bytes that arrived while dialling are checked once the upstream is there */
+		if (c->state == S_RELAY && c->mode == M_NONE && c->up.len)
+			box_bytes(e, c);
+		settle(c, now);
+		if (c->state == S_DEAD) {
+			*pc = c->next;
+			e->n--;
+			conn_free(e, c);
+			continue;
+		}
+		pc = &c->next;
+	}
+}

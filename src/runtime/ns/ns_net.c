@@ -1,0 +1,129 @@
+/* ns_net.c — the box's one network interface for the ns backend: a TAP device "eth0" created
+ * by the box's first process inside the box's own network namespace, whose fd is handed to
+ * the supervisor's userspace network stack. The box can reach nothing but that stack: the
+ * namespace has no other interface, and when the supervisor exits the fd closes and the
+ * interface carries nothing (fail closed). Child side only (no malloc, see ns.h), except
+ * ns_net_recv_tap. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <net/route.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "net/vnet.h"
+#include "runtime/ns/ns.h"
+
+static void set_sin(struct sockaddr *sa, uint32_t host_order)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)sa;
+	memset(in, 0, sizeof(*in));
+	in->sin_family = AF_INET;
+	in->sin_addr.s_addr = htonl(host_order);
+}
+
+/* child: the TAP in this (the box's) network namespace. TUNSETIFF checks CAP_NET_ADMIN over
+ * the namespace the fd was opened in, which is the box's own: nothing on the host changes. */
+static int open_tap(struct ns_report *rep)
+{
+	struct ifreq ifr = {0};
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return ns_fail(rep, NS_LAYER_NET, errno, "cannot open /dev/net/tun");
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", VNET_BOX_IFNAME);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		int e = errno;
+		close(fd);
+		return ns_fail(rep, NS_LAYER_NET, e, "cannot create the TAP device " VNET_BOX_IFNAME);
+	}
+	return fd;
+}
+
+/* child: address, netmask, up, default route — all on the box's own namespace. */
+static int configure(struct ns_report *rep)
+{
+	struct ifreq ifr = {0};
+	struct rtentry rt = {0};
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return ns_fail(rep, NS_LAYER_NET, errno, "cannot open a socket to configure " VNET_BOX_IFNAME);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", VNET_BOX_IFNAME);
+	set_sin(&ifr.ifr_addr, VNET_BOX);
+	int r = ioctl(s, SIOCSIFADDR, &ifr);
+	set_sin(&ifr.ifr_netmask, VNET_BOX_MASK);
+	if (r == 0)
+		r = ioctl(s, SIOCSIFNETMASK, &ifr);
+	if (r == 0)
+		r = ioctl(s, SIOCGIFFLAGS, &ifr);
+	ifr.ifr_flags |= IFF_UP;
+	if (r == 0)
+		r = ioctl(s, SIOCSIFFLAGS, &ifr);
+	set_sin(&rt.rt_dst, 0);
+	set_sin(&rt.rt_genmask, 0);
+	set_sin(&rt.rt_gateway, VNET_GATEWAY);
+	rt.rt_flags = RTF_UP | RTF_GATEWAY;
+	if (r == 0)
+		r = ioctl(s, SIOCADDRT, &rt);
+	int e = errno;
+	close(s);
+	return r < 0 ? ns_fail(rep, NS_LAYER_NET, e, "cannot configure " VNET_BOX_IFNAME) : 0;
+}
+
+/* child: one message carrying the fd; the buffers are on the stack. */
+static int send_fd(int sock, int fd, struct ns_report *rep)
+{
+	char byte = 'n';
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
+		return ns_fail(rep, NS_LAYER_NET, errno, "cannot hand the TAP device to the supervisor");
+	return 0;
+}
+
+int ns_net_tap(const struct ns_plan *p, struct ns_report *rep)
+{
+	if (!p->network)
+		return 0;
+	if (ns_injected(p, NS_LAYER_NET))
+		return ns_fail(rep, NS_LAYER_NET, EPERM, "cannot create the TAP device (injected failure)");
+	int fd = open_tap(rep);
+	if (fd < 0)
+		return -1;
+	int r = configure(rep);
+	if (r == 0)
+		r = send_fd(p->sync_fd, fd, rep);
+	/* the box keeps no handle on its own interface: only the supervisor holds the fd */
+	close(fd);
+	return r;
+}
+
+int ns_net_recv_tap(int sock, int *ret_fd, pd_err *err)
+{
+	char byte;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return pd_error_msg(err, EPROTO, "the box's first process did not hand over its network interface");
+	int fd;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	*ret_fd = fd;
+	return 0;
+}

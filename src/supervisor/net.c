@@ -1,0 +1,486 @@
+/* net.c — the network thread of one box (see net.h). */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include "egress/engine.h"
+#include "net/dns.h"
+#include "net/frame.h"
+#include "net/netstack.h"
+#include "net/vnet.h"
+#include "supervisor/net.h"
+#include "util/fdio.h"
+#include "util/log.h"
+
+#define NET_LISTENERS_MAX 1024
+#define NET_POLL_MAX (8 + NET_LISTENERS_MAX + 2 * EGRESS_CONNS_MAX + 512)
+#define NET_FRAMES_PER_ROUND 64
+
+struct listener {
+	int fd;
+	enum egress_conn_kind kind;
+	struct in_addr addr;
+	uint16_t port;
+};
+
+struct file_id {
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+struct sup_net {
+	const struct box_spec *spec;
+	char *box_dir, *sock_dir, *global_path, *box_path;
+	bool sock_dir_tmp;
+	int tap, wake;
+	pthread_t thread;
+	bool running;
+	struct netstack *stack;
+	struct egress_engine *engine;
+	struct egress_policy *policy;
+	struct egress_resolve_map *resolve;
+	struct fakeip_pool *pool;
+	struct egress_audit *audit;
+	struct listener lst[NET_LISTENERS_MAX];
+	size_t n_lst;
+	struct file_id gid, bid;
+	int64_t next_stat;
+	struct pollfd *pfd;
+	uint64_t dropped;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+char *sup_net_global_policy_path(void)
+{
+	const char *x = getenv("XDG_CONFIG_HOME");
+	if (x && x[0] == '/')
+		return xasprintf("%s/paddock/policy", x);
+	const char *h = getenv("HOME");
+	return xasprintf("%s/.config/paddock/policy", h && *h ? h : "/");
+}
+
+/* --- policy ---------------------------------------------------------------------------- */
+
+static int add_file(struct egress_policy *p, const char *path, pd_err *err)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = read_file_at(AT_FDCWD, path, EGRESS_POLICY_TEXT_MAX, &text, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return pd_error(err, r, "cannot read %s", path);
+	return egress_policy_parse(p, text, len, path, err);
+}
+
+int sup_net_load_policy(const struct box_spec *spec, const char *box_dir, struct egress_policy **ret,
+			pd_err *err)
+{
+	_cleanup_policy_ struct egress_policy *p = egress_policy_new();
+	_cleanup_free_ char *g = sup_net_global_policy_path();
+	_cleanup_free_ char *b = xasprintf("%s/policy", box_dir);
+	int r = egress_policy_preset(p, spec->net.preset ? spec->net.preset : "none", err);
+	for (char **a = spec->net.allow; r == 0 && a && *a; a++)
+		r = egress_policy_add(p, *a, false, err);
+	for (char **d = spec->net.deny; r == 0 && d && *d; d++)
+		r = egress_policy_add(p, *d, true, err);
+	if (r == 0)
+		r = add_file(p, g, err);
+	if (r == 0)
+		r = add_file(p, b, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+static bool file_changed(const char *path, struct file_id *id)
+{
+	struct stat st;
+	struct file_id now = {0};
+	if (stat(path, &st) == 0)
+		now = (struct file_id){.exists = true, .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+				       .mtime = st.st_mtim};
+	bool changed = now.exists != id->exists || now.dev != id->dev || now.ino != id->ino ||
+		       now.size != id->size || now.mtime.tv_sec != id->mtime.tv_sec ||
+		       now.mtime.tv_nsec != id->mtime.tv_nsec;
+	*id = now;
+	return changed;
+}
+
+/* Once a second: a changed policy file is applied to the running box. */
+static void maybe_reload(struct sup_net *n)
+{
+	int64_t now = mono_ms();
+	if (now < n->next_stat)
+		return;
+	n->next_stat = now + 1000;
+	bool g = file_changed(n->global_path, &n->gid), b = file_changed(n->box_path, &n->bid);
+	if (!g && !b)
+		return;
+	pd_err err = {0};
+	struct egress_policy *p = NULL;
+	if (sup_net_load_policy(n->spec, n->box_dir, &p, &err) < 0) {
+		fprintf(stderr, "paddock supervisor: policy not changed: %s\n", err.msg);
+		return;
+	}
+	egress_engine_set_policy(n->engine, p);
+	egress_policy_free(n->policy);
+	n->policy = p;
+	pd_debug("net: policy reloaded (%zu rules)", egress_policy_count(p));
+}
+
+/* --- listeners (one unix socket per forwarded box address:port) ------------------------ */
+
+static struct listener *find_listener(struct sup_net *n, uint32_t addr, uint16_t port)
+{
+	for (size_t i = 0; i < n->n_lst; i++)
+		if (n->lst[i].addr.s_addr == htonl(addr) && n->lst[i].port == port)
+			return &n->lst[i];
+	return NULL;
+}
+
+/* The socket lives in a 0700 directory of the box's owner; libslirp connects to it. */
+static int add_listener(struct sup_net *n, enum egress_conn_kind kind, uint32_t addr, uint16_t port)
+{
+	if (find_listener(n, addr, port))
+		return 0;
+	if (n->n_lst >= NET_LISTENERS_MAX)
+		return -ENOSPC;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int len = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%08x-%u", n->sock_dir, addr, port);
+	if (len < 0 || (size_t)len >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	unlink(sa.sun_path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* a deep backlog: libslirp's connect() to this socket is blocking, and it runs on this
+	 * same thread; every pending connection is accepted in the same loop round */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	struct in_addr a = {htonl(addr)};
+	if (netstack_add_unix(n->stack, sa.sun_path, a, port) < 0) {
+		close(fd);
+		return -EADDRINUSE;
+	}
+	n->lst[n->n_lst++] = (struct listener){.fd = fd, .kind = kind, .addr = a, .port = port};
+	return 0;
+}
+
+static void accept_all(struct sup_net *n, struct listener *l)
+{
+	for (;;) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		egress_engine_add(n->engine, fd, l->kind, l->addr, l->port);
+	}
+}
+
+/* --- frames from the box --------------------------------------------------------------- */
+
+static void to_box(void *opaque, const uint8_t *frame, size_t len)
+{
+	struct sup_net *n = opaque;
+	/* the TAP is non-blocking; a frame the box cannot take now is dropped (TCP retransmits) */
+	if (write(n->tap, frame, len) < 0)
+		n->dropped++;
+}
+
+static void answer_dns(struct sup_net *n, const struct frame_info *f)
+{
+	uint8_t ans[DNS_ANSWER_MAX], out[FRAME_MAX], mac[6];
+	size_t alen;
+	if (egress_engine_dns(n->engine, f->payload, f->payload_len, ans, sizeof(ans), &alen) < 0)
+		return;
+	netstack_mac_for(f->dst_ip, mac);
+	size_t len = frame_build_udp_reply(f, mac, ans, alen, out, sizeof(out));
+	if (len)
+		to_box(n, out, len);
+}
+
+static void send_rst(struct sup_net *n, const struct frame_info *f)
+{
+	uint8_t out[128], mac[6];
+	netstack_mac_for(f->dst_ip, mac);
+	size_t len = frame_build_tcp_rst(f, mac, out, sizeof(out));
+	if (len)
+		to_box(n, out, len);
+}
+
+static void refuse_syn(struct sup_net *n, const struct frame_info *f, const char *name, const char *rule,
+		       const char *reason)
+{
+	char ip[INET_ADDRSTRLEN];
+	struct in_addr a = {htonl(f->dst_ip)};
+	if (!name)
+		name = inet_ntop(AF_INET, &a, ip, sizeof(ip));
+	egress_engine_log_refused(n->engine, name, f->dst_port, rule, reason);
+	send_rst(n, f);
+}
+
+/* A SYN to a fake IP: live policy check on (name, port); allowed ones get their forward. */
+static void syn_to_fake(struct sup_net *n, const uint8_t *buf, size_t len, const struct frame_info *f)
+{
+	struct in_addr a = {htonl(f->dst_ip)};
+	const char *name = fakeip_lookup(n->pool, a, (uint64_t)(mono_ms() / 1000));
+	const char *rule = NULL;
+	if (!name) {
+		refuse_syn(n, f, NULL, "", "unknown-address");
+		return;
+	}
+	if (egress_policy_check(n->policy, name, f->dst_port, &rule) != EGRESS_ALLOW) {
+		refuse_syn(n, f, name, rule ? rule : "", "denied-by-policy");
+		return;
+	}
+	if (add_listener(n, EGRESS_CONN_TRANSPARENT, f->dst_ip, f->dst_port) < 0) {
+		refuse_syn(n, f, name, rule ? rule : "", "too-many-forwards");
+		return;
+	}
+	netstack_input(n->stack, buf, len);
+}
+
+static void tcp_frame(struct sup_net *n, const uint8_t *buf, size_t len, const struct frame_info *f)
+{
+	bool syn = (f->tcp_flags & (FRAME_TCP_SYN | FRAME_TCP_ACK)) == FRAME_TCP_SYN;
+	bool fake = (f->dst_ip & 0xffff0000u) == VNET_FAKE_NET;
+	if (fake && syn) {
+		syn_to_fake(n, buf, len, f);
+		return;
+	}
+	if (find_listener(n, f->dst_ip, f->dst_port)) {
+		netstack_input(n->stack, buf, len);
+		return;
+	}
+	/* anything else: the host, the LAN, other ports of the gateway, real addresses */
+	if (syn)
+		refuse_syn(n, f, NULL, "", fake ? "unknown-address" : "not-a-fake-ip");
+	else
+		send_rst(n, f);
+}
+
+static void box_frame(struct sup_net *n, const uint8_t *buf, size_t len)
+{
+	struct frame_info f;
+	switch (frame_classify(buf, len, &f)) {
+	case FRAME_ARP:
+		netstack_input(n->stack, buf, len);
+		return;
+	case FRAME_UDP:
+		if (f.dst_ip == VNET_DNS && f.dst_port == VNET_DNS_PORT)
+			answer_dns(n, &f);
+		else
+			n->dropped++; /* no UDP leaves the box: QUIC falls back to TCP */
+		return;
+	case FRAME_TCP:
+		tcp_frame(n, buf, len, &f);
+		return;
+	default:
+		n->dropped++; /* IPv6, ICMP, fragments, junk */
+		return;
+	}
+}
+
+static void read_tap(struct sup_net *n)
+{
+	uint8_t buf[FRAME_MAX + 64];
+	for (int i = 0; i < NET_FRAMES_PER_ROUND; i++) {
+		ssize_t len = read(n->tap, buf, sizeof(buf));
+		if (len <= 0)
+			return;
+		box_frame(n, buf, (size_t)len);
+	}
+}
+
+/* --- the loop -------------------------------------------------------------------------- */
+
+static void *net_thread(void *arg)
+{
+	struct sup_net *n = arg;
+	for (;;) {
+		size_t k = 0;
+		int timeout = 1000;
+		n->pfd[k++] = (struct pollfd){.fd = n->wake, .events = POLLIN};
+		n->pfd[k++] = (struct pollfd){.fd = n->tap, .events = POLLIN};
+		size_t lbase = k;
+		for (size_t i = 0; i < n->n_lst; i++)
+			n->pfd[k++] = (struct pollfd){.fd = n->lst[i].fd, .events = POLLIN};
+		size_t nl = n->n_lst, sbase = k;
+		netstack_fill(n->stack, n->pfd, &k, NET_POLL_MAX / 2, &timeout);
+		egress_engine_fill(n->engine, n->pfd, &k, NET_POLL_MAX, &timeout);
+		int r = poll(n->pfd, (nfds_t)k, timeout);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0 && n->pfd[0].revents)
+			break;
+		if (r > 0 && n->pfd[1].revents & POLLIN)
+			read_tap(n);
+		if (r > 0 && n->pfd[1].revents & (POLLERR | POLLHUP))
+			break;
+		netstack_dispatch(n->stack, n->pfd, sbase, r < 0);
+		for (size_t i = 0; r > 0 && i < nl; i++)
+			if (n->pfd[lbase + i].revents & POLLIN)
+				accept_all(n, &n->lst[i]);
+		egress_engine_dispatch(n->engine, n->pfd);
+		/* slirp may have connected to a listener during dispatch: accept right away */
+		for (size_t i = 0; i < n->n_lst; i++)
+			accept_all(n, &n->lst[i]);
+		maybe_reload(n);
+	}
+	return NULL;
+}
+
+/* --- start/stop ------------------------------------------------------------------------ */
+
+static int make_sock_dir(struct sup_net *n, pd_err *err)
+{
+	n->sock_dir = xasprintf("%s/net", n->box_dir);
+	if (strlen(n->sock_dir) + 24 < sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		if (mkdir(n->sock_dir, 0700) < 0 && errno != EEXIST)
+			return pd_error(err, errno, "network layer: cannot create %s", n->sock_dir);
+		return 0;
+	}
+	free(n->sock_dir);
+	n->sock_dir = xstrdup("/tmp/paddock-net-XXXXXX");
+	if (!mkdtemp(n->sock_dir))
+		return pd_error(err, errno, "network layer: cannot create a socket directory in /tmp");
+	n->sock_dir_tmp = true;
+	return 0;
+}
+
+static int publish(struct sup_net *n, const char *spec, pd_err *err)
+{
+	char host[64] = "127.0.0.1";
+	unsigned hp, bp;
+	int used = 0;
+	if (sscanf(spec, "%63[^:]:%u:%u%n", host, &hp, &bp, &used) != 3 || spec[used]) {
+		snprintf(host, sizeof(host), "127.0.0.1");
+		if (sscanf(spec, "%u:%u%n", &hp, &bp, &used) != 2 || spec[used])
+			return pd_error_msg(err, EINVAL, "network layer: -p wants [HOSTADDR:]HOSTPORT:BOXPORT, got '%s'", spec);
+	}
+	struct in_addr ha;
+	if (inet_pton(AF_INET, host, &ha) != 1 || hp == 0 || hp > 65535 || bp == 0 || bp > 65535)
+		return pd_error_msg(err, EINVAL, "network layer: -p wants an IPv4 HOSTADDR and ports 1-65535, got '%s'", spec);
+	if (netstack_add_hostfwd(n->stack, ha, (uint16_t)hp, (uint16_t)bp) < 0)
+		return pd_error_msg(err, EADDRINUSE, "network layer: cannot publish %s (is the host port free?)", spec);
+	return 0;
+}
+
+static int setup(struct sup_net *n, pd_err *err)
+{
+	_cleanup_free_ char *log = xasprintf("%s/net.log", n->box_dir);
+	int r = sup_net_load_policy(n->spec, n->box_dir, &n->policy, err);
+	if (r == 0)
+		r = egress_resolve_map_new(n->spec->net.resolve, &n->resolve, err);
+	if (r == 0 && fakeip_pool_new((struct in_addr){htonl(VNET_FAKE_NET)}, FAKEIP_CAPACITY_DEFAULT, 0, &n->pool) < 0)
+		r = pd_error_msg(err, EINVAL, "cannot create the fake-IP pool");
+	if (r == 0 && (r = egress_audit_open(log, &n->audit)) < 0)
+		pd_error(err, r, "cannot open %s", log);
+	if (r == 0)
+		r = netstack_new(to_box, n, &n->stack, err);
+	if (r == 0)
+		r = make_sock_dir(n, err);
+	if (r < 0)
+		return r;
+	n->engine = egress_engine_new(n->spec->name, n->audit, n->resolve, n->pool);
+	egress_engine_set_policy(n->engine, n->policy);
+	if (add_listener(n, EGRESS_CONN_PROXY, VNET_PROXY, VNET_PROXY_PORT) < 0 ||
+	    add_listener(n, EGRESS_CONN_DNS, VNET_DNS, VNET_DNS_PORT) < 0)
+		return pd_error_msg(err, EIO, "cannot listen for the proxy and DNS forwards in %s", n->sock_dir);
+	for (char **p = n->spec->net.publish; p && *p; p++)
+		if ((r = publish(n, *p, err)) < 0)
+			return r;
+	file_changed(n->global_path, &n->gid);
+	file_changed(n->box_path, &n->bid);
+	return 0;
+}
+
+static void net_free(struct sup_net *n)
+{
+	egress_engine_free(n->engine);
+	for (size_t i = 0; i < n->n_lst; i++)
+		close(n->lst[i].fd);
+	netstack_free(n->stack);
+	egress_policy_free(n->policy);
+	egress_resolve_map_free(n->resolve);
+	fakeip_pool_free(n->pool);
+	egress_audit_close(n->audit);
+	if (n->sock_dir)
+		rm_rf(n->sock_dir);
+	if (n->tap >= 0)
+		close(n->tap);
+	if (n->wake >= 0)
+		close(n->wake);
+	free(n->pfd);
+	free(n->sock_dir);
+	free(n->box_dir);
+	free(n->global_path);
+	free(n->box_path);
+	free(n);
+}
+
+int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, struct sup_net **ret,
+		  pd_err *err)
+{
+	struct sup_net *n = xcalloc(1, sizeof(*n));
+	n->spec = spec;
+	n->tap = tap_fd;
+	n->box_dir = xstrdup(box_dir);
+	n->global_path = sup_net_global_policy_path();
+	n->box_path = xasprintf("%s/policy", box_dir);
+	n->pfd = xcalloc(NET_POLL_MAX, sizeof(*n->pfd));
+	n->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int r = n->wake < 0 ? pd_error(err, errno, "cannot create an eventfd") : 0;
+	if (r == 0)
+		r = fd_set_nonblock(tap_fd, true);
+	if (r == 0)
+		r = setup(n, err);
+	if (r == 0) {
+		/* the thread takes no signal: they stay with the supervisor's main loop */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		r = -pthread_create(&n->thread, NULL, net_thread, n);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (r < 0)
+			pd_error(err, -r, "cannot start the network thread");
+	}
+	if (r < 0) {
+		net_free(n);
+		return pd_err_prefix(err, "network layer");
+	}
+	n->running = true;
+	*ret = n;
+	return 0;
+}
+
+void sup_net_stop(struct sup_net *n)
+{
+	if (!n)
+		return;
+	if (n->running) {
+		uint64_t one = 1;
+		(void)!write(n->wake, &one, sizeof(one));
+		pthread_join(n->thread, NULL);
+	}
+	net_free(n);
+}

@@ -1,0 +1,28 @@
+/* net.h — a box's network in the supervisor: the TAP fd, the frame filter, libslirp, the DNS
+ * answerer and the egress engine, driven by one thread with its own poll loop.
+ *
+ * The thread owns every piece (nothing is shared with the supervisor's control loop except
+ * the start/stop calls), so the control protocol and the data path cannot stall each other.
+ * The policy is the spec's (preset + --allow/--deny) plus the global file
+ * ($XDG_CONFIG_HOME/paddock/policy) plus the box's own file (BOX_DIR/policy); the thread
+ * stats both files once a second and swaps in the new policy when one changed (a file that
+ * does not parse keeps the old policy and says so in supervisor.log). */
+#pragma once
+
+#include "egress/policy.h"
+#include "supervisor/store.h"
+
+struct sup_net;
+
+/* Builds the network of a started box around tap_fd (taken over, also on failure). On error
+ * the box must not run: err names the "network" layer. */
+int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, struct sup_net **ret,
+		  pd_err *err);
+/* Stops the thread and frees everything (connections are cut). NULL is fine. */
+void sup_net_stop(struct sup_net *n);
+
+/* $XDG_CONFIG_HOME/paddock/policy (or ~/.config/paddock/policy); malloc'd. */
+char *sup_net_global_policy_path(void);
+/* The policy a box runs with now (spec + global file + box file). */
+int sup_net_load_policy(const struct box_spec *spec, const char *box_dir, struct egress_policy **ret,
+			pd_err *err);
