@@ -1,10 +1,60 @@
-/* cmd_logs.c — `paddock logs [-f] NAME`: the supervisor's log of the sandbox (start, stop,
- * sessions, refusals). */
+/* cmd_logs.c — `paddock logs [-f] [--net [--json]] NAME`: the supervisor's log of the
+ * sandbox (start, stop, sessions, refusals), or its egress audit log (net.log: one JSON line
+ * per DNS answer and connection; shown as a table unless --json). */
 #include <fcntl.h>
 #include <getopt.h>
 
 #include "cli/cli.h"
 #include "util/fdio.h"
+
+#include <cjson/cJSON.h>
+
+/* One audit line as "TIME VERDICT KIND NAME:PORT RULE [REASON] up/down". Hostile names are
+ * printed through %s of cJSON-decoded strings with control bytes replaced. */
+static void print_audit_line(const char *line)
+{
+	cJSON *o = cJSON_Parse(line);
+	if (!o)
+		return;
+	const char *k[] = {"time", "verdict", "kind", "name", "rule", "reason"};
+	char v[6][300];
+	for (size_t i = 0; i < 6; i++) {
+		const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, k[i]);
+		snprintf(v[i], sizeof(v[i]), "%s", cJSON_IsString(j) ? j->valuestring : "");
+		for (char *c = v[i]; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+	}
+	const cJSON *port = cJSON_GetObjectItemCaseSensitive(o, "port");
+	const cJSON *up = cJSON_GetObjectItemCaseSensitive(o, "bytes_up");
+	const cJSON *down = cJSON_GetObjectItemCaseSensitive(o, "bytes_down");
+	printf("%s %-5s %-7s %s:%d rule=%s%s%s up=%.0f down=%.0f\n", v[0], v[1], v[2], v[3],
+	       cJSON_IsNumber(port) ? port->valueint : 0, v[4], v[5][0] ? " reason=" : "", v[5],
+	       cJSON_IsNumber(up) ? up->valuedouble : 0, cJSON_IsNumber(down) ? down->valuedouble : 0);
+	cJSON_Delete(o);
+}
+
+/* Prints complete lines of fd (keeping a partial last line for the next round). */
+static int copy_audit(int fd, char *pend, size_t *plen, size_t cap)
+{
+	ssize_t n;
+	while ((n = read(fd, pend + *plen, cap - 1 - *plen)) > 0) {
+		*plen += (size_t)n;
+		pend[*plen] = '\0';
+		char *s = pend, *nl;
+		while ((nl = strchr(s, '\n'))) {
+			*nl = '\0';
+			print_audit_line(s);
+			s = nl + 1;
+		}
+		*plen = strlen(s);
+		memmove(pend, s, *plen);
+		if (*plen == cap - 1)
+			*plen = 0; /* a line longer than any we write: drop it */
+	}
+	fflush(stdout);
+	return n < 0 ? -errno : 0;
+}
 
 static int copy_out(int fd)
 {
@@ -19,35 +69,47 @@ static int copy_out(int fd)
 int cmd_logs(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"follow", no_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, {0}};
-	bool follow = false;
+		{"follow", no_argument, NULL, 'f'}, {"net", no_argument, NULL, 'N'},
+		{"json", no_argument, NULL, 'J'}, {"help", no_argument, NULL, 'h'}, {0}};
+	bool follow = false, net = false, json = false;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "f", opts, NULL)) != -1) {
 		if (c == 'h') {
-			printf("Usage: paddock logs [-f] NAME\n\nShow the sandbox's supervisor log; -f follows it "
-			       "while the sandbox runs.\n");
+			printf("Usage: paddock logs [-f] [--net [--json]] NAME\n\nShow the sandbox's supervisor log; -f follows it "
+			       "while the sandbox runs.\n--net shows the egress audit log instead (every DNS answer and\n"
+			       "connection, allowed or denied); --json prints its raw JSON lines.\n");
 			return 0;
 		}
-		if (c != 'f')
+		if (c == 'N')
+			net = true;
+		else if (c == 'J')
+			json = true;
+		else if (c == 'f')
+			follow = true;
+		else
 			return cli_usage("logs", "unknown option '%s'", argv[optind - 1]);
-		follow = true;
 	}
+	if (json && !net)
+		return cli_usage("logs", "--json goes with --net");
 	if (optind != argc - 1)
 		return cli_usage("logs", "logs takes exactly one NAME");
 	pd_err err = {0};
 	_cleanup_free_ char *dir = NULL;
 	if (cli_box_dir(argv[optind], NULL, &dir, &err) < 0)
 		return cli_fail(&err);
-	_cleanup_free_ char *path = xasprintf("%s/supervisor.log", dir);
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, net ? "net.log" : "supervisor.log");
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : cli_fail((pd_error(&err, errno, "cannot open %s", path), &err));
-	copy_out(fd);
+	bool table = net && !json;
+	_cleanup_free_ char *pend = table ? xmalloc(65536) : NULL;
+	size_t plen = 0;
+	table ? copy_audit(fd, pend, &plen, 65536) : copy_out(fd);
 	while (follow && store_status(dir, NULL) == BOX_STATUS_RUNNING) {
 		usleep(200000);
-		copy_out(fd);
+		table ? copy_audit(fd, pend, &plen, 65536) : copy_out(fd);
 	}
 	return 0;
 }

@@ -4,7 +4,6 @@
 
 #include "cli/cli.h"
 #include "cli/session.h"
-#include "net/vnet.h"
 #include "supervisor/net.h"
 #include "supervisor/supervisor.h"
 
@@ -55,15 +54,8 @@ static char **session_env(const struct box_opts *o)
 	const char *term = getenv("TERM");
 	char **env = NULL;
 	/* what the supervisor's sup_merge_exec adds for a networked box: the explicit proxy */
-	if (o->spec.net.preset) {
-		static const char *const proxy[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
-		for (size_t i = 0; i < ARRAY_SIZE(proxy); i++) {
-			_cleanup_free_ char *kv = xasprintf("%s=" VNET_PROXY_URL, proxy[i]);
-			env = strv_append(env, kv);
-		}
-		env = strv_append(env, "NO_PROXY=localhost,127.0.0.1");
-		env = strv_append(env, "no_proxy=localhost,127.0.0.1");
-	}
+	if (o->spec.net.preset)
+		env = sup_net_proxy_env(env);
 	for (char **e = o->spec.env; e && *e; e++)
 		env = strv_append(env, *e);
 	if (term && *term && o->tty != 0 && isatty(STDIN_FILENO)) {

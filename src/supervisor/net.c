@@ -65,6 +65,17 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+char **sup_net_proxy_env(char **env)
+{
+	static const char *const proxy[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+	for (size_t i = 0; i < ARRAY_SIZE(proxy); i++) {
+		_cleanup_free_ char *kv = xasprintf("%s=" VNET_PROXY_URL, proxy[i]);
+		env = strv_append(env, kv);
+	}
+	env = strv_append(env, "NO_PROXY=localhost,127.0.0.1");
+	return strv_append(env, "no_proxy=localhost,127.0.0.1");
+}
+
 char *sup_net_global_policy_path(void)
 {
 	const char *x = getenv("XDG_CONFIG_HOME");
@@ -318,7 +329,10 @@ static void *net_thread(void *arg)
 	struct sup_net *n = arg;
 	for (;;) {
 		size_t k = 0;
-		int timeout = 1000;
+		/* policy files first, so no frame of this round is decided by a stale policy */
+		maybe_reload(n);
+		int timeout = (int)(n->next_stat - mono_ms());
+		timeout = timeout < 0 ? 0 : timeout > 1000 ? 1000 : timeout;
 		n->pfd[k++] = (struct pollfd){.fd = n->wake, .events = POLLIN};
 		n->pfd[k++] = (struct pollfd){.fd = n->tap, .events = POLLIN};
 		size_t lbase = k;
@@ -344,7 +358,6 @@ static void *net_thread(void *arg)
 		/* slirp may have connected to a listener during dispatch: accept right away */
 		for (size_t i = 0; i < n->n_lst; i++)
 			accept_all(n, &n->lst[i]);
-		maybe_reload(n);
 	}
 	return NULL;
 }

@@ -21,6 +21,10 @@ int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, 
 /* Stops the thread and frees everything (connections are cut). NULL is fine. */
 void sup_net_stop(struct sup_net *n);
 
+/* Appends what every session of a networked box gets: HTTP_PROXY, HTTPS_PROXY, http_proxy,
+ * https_proxy (the explicit proxy) and NO_PROXY/no_proxy=localhost,127.0.0.1. */
+char **sup_net_proxy_env(char **env);
+
 /* $XDG_CONFIG_HOME/paddock/policy (or ~/.config/paddock/policy); malloc'd. */
 char *sup_net_global_policy_path(void);
 /* The policy a box runs with now (spec + global file + box file). */

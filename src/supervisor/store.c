@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "net/vnet.h"
+#include "supervisor/net.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
 
@@ -379,15 +379,8 @@ void sup_merge_exec(const struct box_spec *spec, const struct proto_exec *req, s
 {
 	_cleanup_strv_ char **env = NULL;
 	/* the explicit proxy for tools that honour it; -e and the request may override */
-	if (spec->net.preset) {
-		static const char *const proxy[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
-		for (size_t i = 0; i < ARRAY_SIZE(proxy); i++) {
-			_cleanup_free_ char *kv = xasprintf("%s=" VNET_PROXY_URL, proxy[i]);
-			env = strv_append(env, kv);
-		}
-		env = strv_append(env, "NO_PROXY=localhost,127.0.0.1");
-		env = strv_append(env, "no_proxy=localhost,127.0.0.1");
-	}
+	if (spec->net.preset)
+		env = sup_net_proxy_env(env);
 	for (char **e = spec->env; e && *e; e++)
 		env = strv_append(env, *e);
 	for (size_t i = 0; i < req->envc; i++)

@@ -1,0 +1,156 @@
+#!/bin/bash
+# tests/integration/net.sh — the box network: DNS from the supervisor, the transparent path
+# (HTTP Host and TLS SNI checks) and the explicit proxy to local upstreams reached through
+# --resolve, fast refusals, live policy changes, and exact audit lines.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/net-lib.sh"
+
+CURL="curl -sS -m 5"
+ca_opts() { echo "-v $NET_DIR/ca.pem:/etc/pd-ca.pem:ro"; }
+allow_up() { echo "--allow up.test:$HTTP_PORT --allow tls.test:443 --allow echo.test:$ECHO_PORT --resolve up.test=127.0.0.1 --resolve tls.test=127.0.0.1 --resolve echo.test=127.0.0.1"; }
+
+t_allowed_name_resolves_to_a_fake_ip() {
+	local out
+	out=$(pd_run $(allow_up) -- getent hosts up.test)
+	assert_contains "$out" "198.18."
+}
+t_transparent_http_reaches_the_upstream() {
+	net_uplog_clear
+	local out
+	out=$(pd_run $(allow_up) -- $CURL --noproxy '*' http://up.test:$HTTP_PORT/t1)
+	assert_eq "$out" "hello from http /t1"
+	assert_contains "$(net_uplog http)" "GET /t1 host=up.test:$HTTP_PORT"
+}
+t_proxy_http_reaches_the_upstream() {
+	net_uplog_clear
+	local out
+	out=$(pd_run $(allow_up) -- $CURL http://up.test:$HTTP_PORT/t2)
+	assert_eq "$out" "hello from http /t2"
+	assert_contains "$(net_uplog http)" "GET /t2 host=up.test:$HTTP_PORT"
+}
+t_transparent_https_with_sni() {
+	# the HTTPS upstream listens on a random port; the box dials tls.test:443, which
+	# --resolve maps to 127.0.0.1 — so the test routes 443 through the echo of a socat
+	net_uplog_clear
+	local out
+	out=$(pd_run $(allow_up) --allow tls.test:$HTTPS_PORT $(ca_opts) -- $CURL --noproxy '*' --cacert /etc/pd-ca.pem https://tls.test:$HTTPS_PORT/t3)
+	assert_eq "$out" "hello from https /t3"
+	assert_contains "$(net_uplog https)" "GET /t3 host=tls.test:$HTTPS_PORT"
+}
+t_proxy_connect_https() {
+	net_uplog_clear
+	local out
+	out=$(pd_run $(allow_up) --allow tls.test:$HTTPS_PORT $(ca_opts) -- $CURL --cacert /etc/pd-ca.pem https://tls.test:$HTTPS_PORT/t4)
+	assert_eq "$out" "hello from https /t4"
+}
+t_raw_tcp_to_an_allowed_port() {
+	net_uplog_clear
+	local out
+	out=$(pd_run $(allow_up) -- sh -c "printf 'ping\n' | python3 -c '
+import socket,sys
+s=socket.create_connection((\"echo.test\", $ECHO_PORT), 5); s.sendall(b\"ping\"); print(s.recv(10).decode())'")
+	assert_eq "$out" "ping"
+	assert_contains "$(net_uplog echo)" "connect"
+}
+t_denied_name_is_nxdomain_fast() {
+	local t0 out rc=0
+	t0=$(date +%s%N)
+	out=$(pd_run $(allow_up) -- $CURL --noproxy '*' http://denied.test/ 2>&1) || rc=$?
+	assert_eq "$rc" 6 "curl: could not resolve"
+	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 2000 ] || fail "refusal took more than 2 s"
+}
+t_denied_name_is_403_on_the_proxy() {
+	local out
+	out=$(pd_run $(allow_up) -- $CURL -i http://denied.test/ 2>&1 || true)
+	assert_contains "$out" "403"
+	assert_contains "$out" "X-Paddock-Reason: denied-by-policy"
+	out=$(pd_run $(allow_up) -- $CURL -i https://denied.test/ 2>&1 || true)
+	assert_contains "$out" "403"
+}
+t_allowed_name_other_port_is_refused_fast() {
+	local t0 rc=0
+	t0=$(date +%s%N)
+	pd_run $(allow_up) -- $CURL --noproxy '*' http://up.test:$ECHO_PORT/ >/dev/null 2>&1 || rc=$?
+	assert_eq "$rc" 7 "curl: connection refused"
+	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 2000 ] || fail "refusal took more than 2 s"
+}
+t_live_policy_allow_then_deny() {
+	pd create $(echo "--resolve up.test=127.0.0.1") live >/dev/null
+	local rc=0
+	pd exec live -- $CURL --noproxy '*' http://up.test:$HTTP_PORT/ >/dev/null 2>&1 || rc=$?
+	assert_eq "$rc" 6 "denied before the rule"
+	pd policy allow --sandbox live up.test:$HTTP_PORT
+	sleep 2.2
+	assert_eq "$(pd exec live -- $CURL --noproxy '*' http://up.test:$HTTP_PORT/live)" "hello from http /live"
+	pd policy deny --sandbox live up.test:$HTTP_PORT
+	sleep 2.2
+	rc=0
+	pd exec live -- $CURL --noproxy '*' http://up.test:$HTTP_PORT/ >/dev/null 2>&1 || rc=$?
+	assert_eq "$rc" 6 "denied again"
+	assert_contains "$(pd policy ls --sandbox live)" "deny up.test:$HTTP_PORT"
+	pd policy rm --sandbox live up.test:$HTTP_PORT
+	assert_not_contains "$(pd policy ls --sandbox live)" "up.test"
+	pd rm -f live >/dev/null
+}
+t_global_policy_applies_live() {
+	export XDG_CONFIG_HOME=$PADDOCK_HOME/config
+	pd create --resolve up.test=127.0.0.1 glob >/dev/null
+	pd policy allow up.test:$HTTP_PORT
+	assert_contains "$(cat $XDG_CONFIG_HOME/paddock/policy)" "allow up.test:$HTTP_PORT"
+	sleep 2.2
+	assert_eq "$(pd exec glob -- $CURL http://up.test:$HTTP_PORT/g)" "hello from http /g"
+	pd rm -f glob >/dev/null
+}
+t_audit_lines_are_exact() {
+	pd create $(allow_up) aud >/dev/null
+	pd exec aud -- $CURL --noproxy '*' http://up.test:$HTTP_PORT/a >/dev/null
+	pd exec aud -- $CURL --noproxy '*' http://denied.test/ >/dev/null 2>&1 || true
+	pd exec aud -- $CURL http://denied.test/ >/dev/null 2>&1 || true
+	sleep 0.3
+	net_audit aud | python3 -c '
+import json, sys
+lines = [json.loads(l) for l in sys.stdin]
+port = int(sys.argv[1])
+keys = ["time","box","kind","name","port","rule","verdict","reason","bytes_up","bytes_down","duration_ms"]
+for l in lines:
+    assert list(l) == keys, l
+    assert l["box"] == "aud", l
+dns_ok = [l for l in lines if l["kind"] == "dns" and l["name"] == "up.test" and l["reason"] == "A NOERROR"]
+assert dns_ok and dns_ok[0]["verdict"] == "allow" and dns_ok[0]["rule"] == "up.test:%d" % port, lines
+tcp = [l for l in lines if l["kind"] == "tcp" and l["name"] == "up.test"]
+assert len(tcp) == 1, lines
+t = tcp[0]
+assert (t["port"], t["rule"], t["verdict"], t["reason"]) == (port, "up.test:%d" % port, "allow", ""), t
+assert t["bytes_up"] > 50 and t["bytes_down"] > 50, t
+nx = [l for l in lines if l["kind"] == "dns" and l["name"] == "denied.test" and l["reason"] == "A NXDOMAIN"]
+assert nx and nx[0]["verdict"] == "deny" and nx[0]["rule"] == "default-deny", lines
+px = [l for l in lines if l["kind"] == "proxy" and l["name"] == "denied.test"]
+assert px and px[0]["verdict"] == "deny" and px[0]["reason"] == "denied-by-policy" and px[0]["port"] == 80, lines
+' "$HTTP_PORT"
+	assert_contains "$(pd logs --net aud)" "up.test"
+	pd logs --net --json aud | python3 -c 'import json,sys; [json.loads(l) for l in sys.stdin]'
+	pd rm -f aud >/dev/null
+}
+t_network_failure_refuses_to_start() {
+	local err
+	err=$(PADDOCK_TESTING=1 PADDOCK_TEST_FAIL_LAYER=network "$PADDOCK" run --rm -- true 2>&1) && return 1
+	assert_contains "$err" "network layer"
+}
+t_udp_and_icmp_go_nowhere() {
+	local out
+	out=$(pd_run -- python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
+s.sendto(b"x", ("198.19.0.1", 53))
+try:
+    s.recv(10); print("got-udp")
+except OSError:
+    print("no-udp")
+')
+	assert_eq "$out" "no-udp"
+}
+
+net_make_ca
+net_start_upstreams
+trap net_stop EXIT
+run_tests
