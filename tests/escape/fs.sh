@@ -152,10 +152,12 @@ t_mount_scan() {
 t_open_by_handle() { esc_simple open-by-handle; }
 
 # the CLI runs in a host dir holding a canary: the box must not start there (a host cwd
-# inherited across the pivot is a way out by "..")
+# inherited across the pivot is a way out by ".."). With --workspace none nothing of the
+# cwd may be visible; the default (copy) mode copies the project on purpose, and its
+# exclusions are tested in tests/integration/workspace.sh.
 t_cwd_of_cli() {
 	esc_begin
-	(cd "$ESC_DIR" && esc_blocked_both -- cwd "$ESC_TOKEN")
+	(cd "$ESC_DIR" && esc_blocked_both --workspace none -- cwd "$ESC_TOKEN")
 	esc_host_unchanged
 }
 
