@@ -41,15 +41,20 @@ char *qemu_opt_escape(const char *s)
 }
 
 /* Quiet serial console (every byte on the 8250 is a VM exit, expensive under TCG), no probing
- * of devices microvm does not have, panic = power off at once (-no-reboot), and paddock's own
- * keys for stage 1 (src/guest/vmboot.h). */
+ * of devices microvm does not have, no crypto self-tests at boot (~15% of a TCG boot; they
+ * catch broken hardware drivers, and the guest's CPU is QEMU's), panic = power off at once
+ * (-no-reboot), and paddock's own keys for stage 1 (src/guest/vmboot.h).
+ * Under TCG the guest's TSC is the host's, so with a constant host TSC the guest is told its
+ * rate (no calibration against the PIT, which hangs under host load) and that it is reliable
+ * (otherwise the clocksource watchdog, comparing against jiffies that lose ticks under TCG,
+ * marks it unstable and the guest falls back to a jiffies clock that drifts). */
 char *qemu_kernel_cmdline(const struct qemu_config *c)
 {
 	_cleanup_free_ char *tsc = c->accel == VM_ACCEL_TCG && c->tsc_khz
-					   ? xasprintf(" tsc_early_khz=%llu", (unsigned long long)c->tsc_khz)
+					   ? xasprintf(" tsc_early_khz=%llu tsc=reliable", (unsigned long long)c->tsc_khz)
 					   : xstrdup("");
 	return xasprintf("console=ttyS0 %s panic=-1 rdinit=/init 8250.nr_uarts=1 "
-			 "i8042.noaux i8042.nokbd i8042.nopnp%s paddock.root=vda%s%s%s",
+			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s",
 			 c->verbose ? "loglevel=7 paddock.debug=1" : "quiet loglevel=4", tsc, c->name ? " paddock.host=" : "",
 			 c->name ? c->name : "", c->probe ? " paddock.probe=1" : "");
 }
