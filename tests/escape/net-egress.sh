@@ -38,7 +38,8 @@ t_dns_exfiltration_denied_names_never_leave() {
 	net_uplog_clear
 	local out long
 	long=$(printf 'a%.0s' $(seq 63))
-	out=$(strace -f -qq -e trace=connect,sendto,sendmsg -o "$PADDOCK_HOME/trace" "$PADDOCK" run --rm -- sh -c "
+	# (LeakSanitizer cannot run under ptrace: leak checks off for this one run)
+	out=$(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace -f -qq -e trace=connect,sendto,sendmsg -o "$PADDOCK_HOME/trace" "$PADDOCK" run --rm -- sh -c "
 		$PY '$DNSQ' secret.denied.test 1; $PY '$DNSQ' secret.denied.test 16;
 		$PY '$DNSQ' $long.$long.exfil.test 1; $PY '$DNSQ' s3cr3t.denied.test 28")
 	assert_eq "$(echo $out)" "3 3 3 3" "NXDOMAIN for A, TXT, long labels, AAAA"
@@ -197,6 +198,9 @@ time.sleep(6)
 	echo "supervisor RSS with 1000 idle connections: ${rss} kB" >&2
 	assert_eq "$(pd_run $(allow_up) -- curl -sS -m 5 http://up.test:$HTTP_PORT/other)" "hello from http /other"
 	wait $bg || true
+	# ASan's allocator ignores the mmap threshold and keeps quarantine: the bound is for
+	# release builds
+	if grep -q __asan_init "$PADDOCK"; then return 0; fi
 	[ "$rss" -lt 65536 ] || fail "supervisor RSS ${rss} kB >= 64 MiB"
 	pd rm -f loris >/dev/null
 }
