@@ -192,9 +192,9 @@ paddock_ready() {
 paddock_side() {
 	if ! paddock_ready; then
 		bench_log "PADDOCK=${PADDOCK:-unset}: $NA"
-		bench_row "HTTPS ${SIZE_MB} MiB from a paddock box" - MiB/s "" "" "$NA"
-		bench_row "HTTPS connection set-up p50 from a paddock box" - ms "" "" "$NA"
-		bench_row "supervisor RSS with 1000 concurrent connections" - KiB "" "" "$NA"
+		bench_row "HTTPS ${SIZE_MB} MiB from a paddock box" - MiB/s "" - "$NA"
+		bench_row "HTTPS connection set-up p50 from a paddock box" - ms "" - "$NA"
+		bench_row "supervisor RSS with 1000 concurrent connections" - KiB "" - "$NA"
 		return 0
 	fi
 	local url="https://$NAME:$HTTPS_PORT" out="$EG/conns-pd.txt" v

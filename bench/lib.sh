@@ -237,14 +237,15 @@ bench_poll_hwm_kb() {
 }
 
 # bench_row NAME VALUE UNIT [ANCHOR_VALUE ANCHOR_NAME] [NOTE]: prints one table row and
-# records it. VALUE "-" means not measured (NOTE says why).
+# records it. VALUE "-" means not measured (NOTE says why). No ANCHOR_NAME: the row is an
+# anchor; ANCHOR_NAME "-": a paddock row with nothing to divide by (absolute target).
 bench_row() {
 	local name=$1 value=$2 unit=$3 anchor=${4:-} aname=${5:-} note=${6:-} ratio="-"
 	[ -n "$anchor" ] && ratio=$(bench_ratio "$value" "$anchor")
 	local rtext="$ratio"
 	[ "$ratio" != "-" ] && rtext="${ratio}x vs ${aname}"
-	[ -z "$anchor" ] && rtext="anchor"
-	[ "$value" = "-" ] && rtext="-"
+	[ -z "$anchor" ] && [ -z "$aname" ] && rtext="anchor"
+	[ "$value" = "-" ] || [ "$aname" = "-" ] && rtext="-"
 	printf '%-58s | %12s %-3s | %s%s\n' "$name" "$value" "$unit" "$rtext" "${note:+  ($note)}"
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$BENCH_SUITE" "$name" "$value" "$unit" "$ratio" \
 		"$aname" "$note" >>"$BENCH_OUT/$BENCH_SUITE.tsv"

@@ -56,7 +56,7 @@ time_startup() {
 		fi
 		bench_row "srt -- true (sandbox-runtime)" "$srt" ms "$pd" paddock "target >= 20x"
 	else
-		bench_row "paddock run --rm --backend ns -- true" - ms "" "" "$NA"
+		bench_row "paddock run --rm --backend ns -- true" - ms "" - "$NA"
 		bench_row "srt -- true (sandbox-runtime)" "$srt" ms "$bw" bwrap
 	fi
 }
@@ -85,9 +85,9 @@ peak_rss() {
 		own=$(paddock_own_hwm) || own=-
 		bench_row "peak RSS: paddock run --rm -- true (GNU time %M)" "$pd" KiB "$bw" bwrap \
 			"incl. reaped children"
-		bench_row "peak RSS: paddock process alone (VmHWM)" "$own" KiB "" "" "target <= 4096 KiB"
+		bench_row "peak RSS: paddock process alone (VmHWM)" "$own" KiB "" "-" "target <= 4096 KiB"
 	else
-		bench_row "peak RSS: paddock supervisor" - KiB "" "" "$NA"
+		bench_row "peak RSS: paddock supervisor" - KiB "" - "$NA"
 	fi
 }
 
@@ -107,7 +107,7 @@ concurrent() {
 		pd=$(bench_parallel_median_ms "$PAR_N" "$PAR_REPEATS" "${PD_CMD[@]}" sleep 0) || pd=-
 		bench_row "$PAR_N x paddock run --rm -- sleep 0, concurrent (wall)" "$pd" ms "$bw" bwrap
 	else
-		bench_row "$PAR_N x paddock run --rm -- sleep 0, concurrent (wall)" - ms "" "" "$NA"
+		bench_row "$PAR_N x paddock run --rm -- sleep 0, concurrent (wall)" - ms "" - "$NA"
 	fi
 }
 

@@ -145,7 +145,7 @@ if [ $PD_VM = 1 ]; then
 	bench_log "todo: QEMU+supervisor RSS sum against guest RAM in use, and balloon return after the guest frees 256 MB (needs a persistent vm box and paddock's stats)"
 else
 	bench_log "PADDOCK=${PADDOCK:-unset}: paddock side not available yet"
-	bench_row "paddock run --rm --backend vm -- true" - ms "" "" "$NA"
-	bench_row "host RSS overhead of QEMU + supervisor" - KiB "" "" "$NA"
-	bench_row "memory returned by the balloon after guest frees 256 MB" - "%" "" "" "$NA"
+	bench_row "paddock run --rm --backend vm -- true" - ms "" - "$NA"
+	bench_row "host RSS overhead of QEMU + supervisor" - KiB "" - "$NA"
+	bench_row "memory returned by the balloon after guest frees 256 MB" - "%" "" - "$NA"
 fi
