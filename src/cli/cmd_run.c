@@ -6,6 +6,7 @@
 #include "cli/session.h"
 #include "supervisor/net.h"
 #include "supervisor/supervisor.h"
+#include "util/log.h"
 
 static const char box_options_help[] =
 	"  -n, --name NAME        name the sandbox (default: a generated name)\n"
@@ -81,6 +82,7 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 	 * whose network cannot be built does not run (fail closed) */
 	if (r == 0 && box.h.net_fd >= 0 && (r = sup_net_start(&o->spec, dir, TAKE_FD(box.h.net_fd), &net, err)) < 0)
 		box_shutdown(&box, false, 0);
+	pd_debug("run --rm: network up");
 	if (r == 0) {
 		/* no supervisor here to merge the box's defaults: the request carries them */
 		_cleanup_strv_ char **env = session_env(o);
@@ -91,6 +93,7 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 		box_shutdown(&box, false, 0);
 	}
 	sup_net_stop(net);
+	pd_debug("run --rm: network stopped");
 	store_remove(dir, NULL);
 	if (lock >= 0)
 		close(lock);
