@@ -13,6 +13,8 @@ RESULTS=$(mktemp /tmp/pd-results.XXXXXX)
 chmod 0666 "$RESULTS"
 export PD_RESULTS=$RESULTS
 PD_TEST_USER=${PD_TEST_USER:-pdtest}
+# undefined behaviour is a failure, not a warning
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 say() { printf '\n=== %s\n' "$*"; }
 record() { echo "$1 $2" >>"$RESULTS"; }
