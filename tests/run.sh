@@ -88,7 +88,7 @@ as_user() {
 	cp "$build/tests/probe/paddock-probe" "$tmp/paddock-probe" 2>/dev/null || true
 	chmod -R a+rX "$tmp"
 	su -s /bin/bash "$PD_TEST_USER" -c "cd '$tmp' && env PD_RESULTS='$RESULTS' PD_FILTER='${PD_FILTER:-}' \
-		ASAN_OPTIONS='${ASAN_OPTIONS:-}' bash -c '
+		ASAN_OPTIONS='${ASAN_OPTIONS:-}' UBSAN_OPTIONS='$UBSAN_OPTIONS' bash -c '
 		for f in tests/integration/*.sh tests/escape/*.sh; do
 			[ -e \"\$f\" ] || continue
 			case \"\$f\" in */selfcheck.sh|*/escape-lib.sh) continue ;; esac
