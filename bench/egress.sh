@@ -185,8 +185,12 @@ srt_side() {
 	bench_row "HTTPS connection set-up p50, via srt's proxy" "$p" ms "$CONN_DIRECT" "direct"
 }
 
+# ready = the options exist and one small HTTPS fetch through the box's network works
 paddock_ready() {
-	bench_paddock_works ns && "$PADDOCK" run --help 2>&1 | grep -q -- '--resolve'
+	bench_paddock_works ns && "$PADDOCK" run --help 2>&1 | grep -q -- '--resolve' &&
+		"$PADDOCK" run --rm --backend ns --net none --allow "$NAME:$HTTPS_PORT" \
+			--resolve "$NAME=127.0.0.1" -- curl -k -s -f -o /dev/null \
+			"https://$NAME:$HTTPS_PORT/small.txt" </dev/null >/dev/null 2>&1
 }
 
 paddock_side() {
