@@ -16,6 +16,7 @@ static const struct verb verbs[] = {
 	{"diff", cmd_diff, "show what a sandbox changed in its copy of the project"},
 	{"apply", cmd_apply, "apply a sandbox's changes to the project, safely"},
 	{"cp", cmd_cp, "copy files into or out of a sandbox"},
+	{"profile", cmd_profile, "list and show agent profiles"},
 	{"doctor", cmd_doctor, "report what this host supports"},
 	{"system", cmd_system, "host setup (root): delegate cgroups to a user"},
 	{"version", cmd_version, "print the version"},
