@@ -107,7 +107,7 @@ t_ls_json_is_valid() {
 }
 t_help_on_every_verb() {
 	local v
-	for v in run create start stop rm ls exec shell logs doctor version system; do
+	for v in run create start stop rm ls exec shell logs doctor version system diff apply cp profile; do
 		pd "$v" --help | grep -q "Usage: paddock $v" || fail "no --help for $v"
 	done
 	pd --help | grep -q "Verbs:"
