@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/wsnap.h"
+#include "runtime/ns/ns_cgroup.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
 
@@ -167,7 +168,10 @@ static int rm_one(const char *name, void *vctx)
 	if (r < 0)
 		return cli_fail(&err);
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
-	if (store_status(dir, NULL) == BOX_STATUS_RUNNING) {
+	enum box_status st = store_status(dir, NULL);
+	if (st == BOX_STATUS_DEAD)
+		ns_cgroup_remove_stale(name); /* its supervisor never got to clean up */
+	if (st == BOX_STATUS_RUNNING) {
 		if (!x->force) {
 			pd_error_msg(&err, EBUSY, "sandbox '%s' is running; stop it first or use rm -f", name);
 			return cli_fail(&err);

@@ -267,6 +267,20 @@ int ns_cgroup_locate(bool need_cpu, struct ns_cgroup **ret, pd_err *err)
 	return locate(need_cpu, false, ret, err);
 }
 
+void ns_cgroup_remove_stale(const char *name)
+{
+	struct ns_cgroup *cg = NULL;
+	if (locate(true, false, &cg, NULL) < 0 && locate(false, false, &cg, NULL) < 0)
+		return;
+	/* rmdir only ever removes an empty cgroup: a box that still runs keeps its own */
+	for (int i = 0; i < NS_CG_MAX; i++)
+		if (cg->dirs[i]) {
+			_cleanup_free_ char *dir = xasprintf("%s/box-%s", cg->dirs[i], name);
+			rmdir(dir);
+		}
+	ns_cgroup_free(cg);
+}
+
 /* --- one box cgroup --------------------------------------------------------------------- */
 
 /* Makes parent/box-NAME; a stale empty one left by a crashed supervisor is replaced, a busy

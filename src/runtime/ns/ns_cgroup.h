@@ -52,6 +52,9 @@ void ns_cgroup_kill(const struct ns_cgroup *cg);
 /* Removes the box cgroup directories, retrying briefly while they drain. */
 int ns_cgroup_remove(const struct ns_cgroup *cg);
 void ns_cgroup_free(struct ns_cgroup *cg);
+/* Removes the empty cgroup a box left when its supervisor was killed (paddock rm of a dead
+ * box). Best effort; a cgroup that still holds processes stays. */
+void ns_cgroup_remove_stale(const char *name);
 static inline void ns_cgroup_freep(struct ns_cgroup **cg) { ns_cgroup_free(*cg); }
 
 /* As root: pre-creates the per-user delegated parents (v2 <v2>/paddock/<uid>, v1
