@@ -56,6 +56,8 @@ t_supervisor_sigkill_leaves_a_consistent_ls() {
 	assert_status 125 pd exec k1 -- true
 	pd rm k1
 	assert_eq "$(status_of k1)" "absent"
+	# and its cgroup, which the killed supervisor could not remove, is gone too
+	assert_eq "$(find /sys/fs/cgroup -maxdepth 5 -name box-k1 -path "*paddock*" 2>/dev/null)" ""
 }
 t_concurrent_execs_on_one_box() {
 	pd create c1 >/dev/null
