@@ -27,6 +27,7 @@ HTTP_PORT=${BENCH_EG_HTTP_PORT:-18080}
 HTTPS_PORT=${BENCH_EG_HTTPS_PORT:-18443}
 TP_PORT=${BENCH_EG_TINYPROXY_PORT:-18888}
 NAME=bench.test
+BIG=big-${SIZE_MB}m.bin
 NA="paddock side not available yet"
 PIDS=()
 
@@ -40,11 +41,12 @@ trap cleanup EXIT
 port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
 
 make_files() {
+	mkdir -p "$BENCH_WORK/empty-cwd"
 	mkdir -p "$EG/www" "$EG/tmp" "$EG/logs"
 	chmod 0755 "$BENCH_WORK" "$EG" "$EG/www"
-	if [ "$(stat -c %s "$EG/www/big.bin" 2>/dev/null)" != $((SIZE_MB << 20)) ]; then
+	if [ "$(stat -c %s "$EG/www/$BIG" 2>/dev/null)" != $((SIZE_MB << 20)) ]; then
 		bench_log "writing a ${SIZE_MB} MiB file (once)"
-		head -c $((SIZE_MB << 20)) /dev/urandom >"$EG/www/big.bin"
+		head -c $((SIZE_MB << 20)) /dev/urandom >"$EG/www/$BIG"
 	fi
 	printf 'ok\n' >"$EG/www/small.txt"
 	chmod 0644 "$EG/www/"*
@@ -152,10 +154,10 @@ conn_p50() {
 
 host_side() {
 	local url="https://127.0.0.1:$HTTPS_PORT" out="$EG/conns.txt"
-	DIRECT=$(speed_mbs "${CURL_BIG[@]}" "$url/big.bin") || bench_die "direct download failed"
+	DIRECT=$(speed_mbs "${CURL_BIG[@]}" "$url/$BIG") || bench_die "direct download failed"
 	local plain tp
-	plain=$(speed_mbs "${CURL_BIG[@]}" "http://127.0.0.1:$HTTP_PORT/big.bin") || plain=-
-	tp=$(speed_mbs "${CURL_BIG[@]}" -x "http://127.0.0.1:$TP_PORT" "$url/big.bin") || tp=-
+	plain=$(speed_mbs "${CURL_BIG[@]}" "http://127.0.0.1:$HTTP_PORT/$BIG") || plain=-
+	tp=$(speed_mbs "${CURL_BIG[@]}" -x "http://127.0.0.1:$TP_PORT" "$url/$BIG") || tp=-
 	bench_row "HTTPS ${SIZE_MB} MiB, host direct" "$DIRECT" MiB/s
 	bench_row "HTTP ${SIZE_MB} MiB, host direct (reference)" "$plain" MiB/s "$DIRECT" "direct HTTPS"
 	bench_row "HTTPS ${SIZE_MB} MiB via tinyproxy CONNECT" "$tp" MiB/s "$DIRECT" "direct"
@@ -172,14 +174,15 @@ host_side() {
 # allow the domain "localhost" (srt's resolved-address guard lets a loopback name reach
 # only loopback addresses)
 srt_side() {
-	local st url="https://localhost:$HTTPS_PORT" out="$EG/conns-srt.txt"
-	st=$(bench_srt_settings '"localhost"')
-	local SRT=("$BENCH_SRT" --settings "$st" --)
-	SRT_MBS=$(cd "$BENCH_WORK" && speed_mbs "${SRT[@]}" "${CURL_BIG[@]}" --noproxy '' "$url/big.bin") || SRT_MBS=-
+	local url="https://localhost:$HTTPS_PORT" out="$EG/conns-srt.txt"
+	local SRT_CMD
+	bench_srt_cmd '"localhost"'
+	local SRT=("${SRT_CMD[@]}")
+	SRT_MBS=$(cd "$BENCH_WORK/empty-cwd" && speed_mbs "${SRT[@]}" "${CURL_BIG[@]}" --noproxy '' "$url/$BIG") || SRT_MBS=-
 	bench_row "HTTPS ${SIZE_MB} MiB via srt's proxy (inside srt)" "$SRT_MBS" MiB/s "$DIRECT" "direct"
 	conn_config "$url/small.txt" >"$EG/conns-srt.cfg"
 	chmod 0644 "$EG/conns-srt.cfg"
-	(cd "$BENCH_WORK" && "${SRT[@]}" curl -k -s --noproxy '' -K "$EG/conns-srt.cfg" </dev/null) >"$out" || true
+	(cd "$BENCH_WORK/empty-cwd" && "${SRT[@]}" curl -k -s --noproxy '' -K "$EG/conns-srt.cfg" </dev/null) >"$out" || true
 	local p
 	p=$(conn_p50 "$out") || p=-
 	bench_row "HTTPS connection set-up p50, via srt's proxy" "$p" ms "$CONN_DIRECT" "direct"
@@ -204,10 +207,10 @@ paddock_side() {
 	local url="https://$NAME:$HTTPS_PORT" out="$EG/conns-pd.txt" v
 	local PD=("$PADDOCK" run --rm --backend ns --net none --allow "$NAME:$HTTPS_PORT"
 		--resolve "$NAME=127.0.0.1" --)
-	v=$(speed_mbs "${PD[@]}" "${CURL_BIG[@]}" "$url/big.bin") || v=-
+	v=$(speed_mbs "${PD[@]}" "${CURL_BIG[@]}" "$url/$BIG") || v=-
 	bench_row "HTTPS ${SIZE_MB} MiB from a paddock box, explicit proxy" "$v" MiB/s "$DIRECT" "direct" \
 		"target >= 0.5x direct; $(bench_ratio "$v" "$SRT_MBS")x srt (target >= 2x)"
-	v=$(speed_mbs "${PD[@]}" "${CURL_BIG[@]}" --noproxy '*' "$url/big.bin") || v=-
+	v=$(speed_mbs "${PD[@]}" "${CURL_BIG[@]}" --noproxy '*' "$url/$BIG") || v=-
 	bench_row "HTTPS ${SIZE_MB} MiB from a paddock box, transparent" "$v" MiB/s "$DIRECT" "direct" \
 		"target >= 0.5x direct; $(bench_ratio "$v" "$SRT_MBS")x srt (target >= 2x)"
 	conn_config "$url/small.txt" | "${PD[@]}" curl -k -s -K - >"$out" || true

@@ -279,6 +279,16 @@ bench_srt_settings() {
 	echo "$f"
 }
 
+# bench_srt_cmd [DOMAINS]: prints nothing, sets SRT_CMD=(srt invocation up to and incl. --).
+# srt leaves its proxy socket behind on exit (os.tmpdir()/srt-mux-PID-0.sock) and cannot
+# replace a stale one another user owns in /tmp, so a reused PID then fails with
+# EADDRINUSE: give it a TMPDIR of its own and empty it first.
+bench_srt_cmd() {
+	local tmp="$BENCH_WORK/srt-tmp-$(id -u)"
+	mkdir -p "$tmp" && find "$tmp" -maxdepth 1 -name 'srt-mux-*.sock' -delete
+	SRT_CMD=(env TMPDIR="$tmp" "$BENCH_SRT" --settings "$(bench_srt_settings "${1:-}")" --)
+}
+
 # bench_paddock_works: true when $PADDOCK is set and `run --rm --backend ns -- true` works
 bench_paddock_works() {
 	[ -n "${PADDOCK:-}" ] && [ -x "$PADDOCK" ] &&

@@ -32,7 +32,7 @@ NA="not measured: paddock run --rm --backend ns -- true does not work yet"
 cwd="$BENCH_WORK/empty-cwd"
 mkdir -p "$cwd" && cd "$cwd" || bench_die "cannot enter $cwd"
 [ -x "$BENCH_SRT" ] || bench_die "srt missing: run bench/setup-anchors.sh"
-SRT_CMD=("$BENCH_SRT" --settings "$(bench_srt_settings)" --)
+bench_srt_cmd
 PD_CMD=()
 if bench_paddock_works ns; then
 	PD_CMD=("$PADDOCK" run --rm --backend ns --)
