@@ -20,7 +20,12 @@ static const char box_options_help[] =
 	"  -v, --volume H:B[:ro]  bind host path H at B inside the box\n"
 	"      --workspace MODE   none | ro | rw: how the project (-w) appears (default none)\n"
 	"  -w, --workdir DIR      project directory (ro/rw), or the directory to start in (none)\n"
-	"  -t, --tty / -T, --no-tty  force a terminal inside, or pipes (default: tty iff stdin is one)\n";
+	"  -t, --tty / -T, --no-tty  force a terminal inside, or pipes (default: tty iff stdin is one)\n"
+	"      --net PRESET       none | balanced | open: egress preset (default none)\n"
+	"      --allow RULE       allow host, *.suffix or .suffix, optionally :PORT (repeatable)\n"
+	"      --deny RULE        deny a rule (deny beats allow)\n"
+	"      --resolve NAME=ADDR  dial NAME at ADDR (the only way to reach loopback/private addresses)\n"
+	"  -p [HOSTADDR:]HOSTPORT:BOXPORT  publish a box port on the host (127.0.0.1 by default)\n";
 
 static void run_help(void)
 {
