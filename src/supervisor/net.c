@@ -53,6 +53,8 @@ struct sup_net {
 	struct egress_audit *audit;
 	struct listener lst[NET_LISTENERS_MAX];
 	size_t n_lst;
+	uint16_t published[64];   /* box ports reachable from the host (-p) */
+	size_t n_published;
 	struct file_id gid, bid;
 	int64_t next_stat;
 	struct pollfd *pfd;
@@ -271,6 +273,17 @@ static void syn_to_fake(struct sup_net *n, const uint8_t *buf, size_t len, const
 	netstack_input(n->stack, buf, len);
 }
 
+/* The box's side of a -p connection: from a published box port, never a SYN of its own. */
+static bool is_published(const struct sup_net *n, const struct frame_info *f)
+{
+	if ((f->tcp_flags & (FRAME_TCP_SYN | FRAME_TCP_ACK)) == FRAME_TCP_SYN)
+		return false;
+	for (size_t i = 0; i < n->n_published; i++)
+		if (f->src_port == n->published[i])
+			return true;
+	return false;
+}
+
 static void tcp_frame(struct sup_net *n, const uint8_t *buf, size_t len, const struct frame_info *f)
 {
 	bool syn = (f->tcp_flags & (FRAME_TCP_SYN | FRAME_TCP_ACK)) == FRAME_TCP_SYN;
@@ -279,7 +292,7 @@ static void tcp_frame(struct sup_net *n, const uint8_t *buf, size_t len, const s
 		syn_to_fake(n, buf, len, f);
 		return;
 	}
-	if (find_listener(n, f->dst_ip, f->dst_port)) {
+	if (find_listener(n, f->dst_ip, f->dst_port) || is_published(n, f)) {
 		netstack_input(n->stack, buf, len);
 		return;
 	}
@@ -394,8 +407,11 @@ static int publish(struct sup_net *n, const char *spec, pd_err *err)
 	struct in_addr ha;
 	if (inet_pton(AF_INET, host, &ha) != 1 || hp == 0 || hp > 65535 || bp == 0 || bp > 65535)
 		return pd_error_msg(err, EINVAL, "network layer: -p wants an IPv4 HOSTADDR and ports 1-65535, got '%s'", spec);
+	if (n->n_published >= ARRAY_SIZE(n->published))
+		return pd_error_msg(err, E2BIG, "network layer: at most %zu published ports", ARRAY_SIZE(n->published));
 	if (netstack_add_hostfwd(n->stack, ha, (uint16_t)hp, (uint16_t)bp) < 0)
 		return pd_error_msg(err, EADDRINUSE, "network layer: cannot publish %s (is the host port free?)", spec);
+	n->published[n->n_published++] = (uint16_t)bp;
 	return 0;
 }
 

@@ -150,6 +150,18 @@ except OSError:
 	assert_eq "$out" "no-udp"
 }
 
+t_published_port_reaches_the_box() {
+	local port=$((20000 + RANDOM % 20000))
+	pd_run -p 127.0.0.1:$port:8000 -- sh -c 'cd /tmp && echo published >i.txt && timeout 4 python3 -m http.server 8000 >/dev/null 2>&1' &
+	local bg=$! out=""
+	for _ in $(seq 30); do
+		out=$(curl -sS -m 1 http://127.0.0.1:$port/i.txt 2>/dev/null) && break
+		sleep 0.2
+	done
+	wait $bg || true
+	assert_eq "$out" "published"
+}
+
 net_make_ca
 net_start_upstreams
 trap net_stop EXIT
