@@ -95,19 +95,23 @@ srt_settings() {
 }
 
 run_checks() {
-	local rc=0 st
+	local rc=0 st tmpd utmp=""
 	st=$(srt_settings)
+	# srt leaves its proxy socket in TMPDIR on exit: give it one to throw away
+	tmpd=$(mktemp -d)
 	check "bwrap (root)" bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true || rc=1
 	check "srt (root): srt --settings FILE -- true" \
-		bash -c "cd /tmp && '$SRT' --settings '$st' -- true </dev/null" || rc=1
-	check "srt exit status passes through" \
+		env TMPDIR="$tmpd" bash -c "cd /tmp && '$SRT' --settings '$st' -- true </dev/null" || rc=1
+	check "srt exit status passes through" env TMPDIR="$tmpd" \
 		bash -c "cd /tmp && '$SRT' --settings '$st' -- sh -c 'exit 7' </dev/null; [ \$? = 7 ]" || rc=1
-	check "srt isolates net+pid namespaces" bash -c "cd /tmp &&
+	check "srt isolates net+pid namespaces" env TMPDIR="$tmpd" bash -c "cd /tmp &&
 		[ \"\$('$SRT' --settings '$st' -- readlink /proc/self/ns/net </dev/null)\" != \"\$(readlink /proc/self/ns/net)\" ]" || rc=1
 	if [ -n "${BENCH_USER:-}" ]; then
 		check "bwrap (user $BENCH_USER)" runuser -u "$BENCH_USER" -- \
 			bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true || rc=1
-		check "srt (user $BENCH_USER)" runuser -u "$BENCH_USER" -- env HOME="$(getent passwd "$BENCH_USER" | cut -d: -f6)" \
+		utmp=$(runuser -u "$BENCH_USER" -- mktemp -d)
+		check "srt (user $BENCH_USER)" runuser -u "$BENCH_USER" -- env TMPDIR="$utmp" \
+			HOME="$(getent passwd "$BENCH_USER" | cut -d: -f6)" \
 			bash -c "cd /tmp && '$SRT' --settings '$st' -- true </dev/null" || rc=1
 	fi
 	check "tinyproxy" tinyproxy -v || rc=1
@@ -117,7 +121,7 @@ run_checks() {
 	check "nginx with ssl" bash -c "nginx -V 2>&1 | grep -q http_ssl_module" || rc=1
 	check "node >= 20.11 (srt needs it)" node -e \
 		'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=11)?0:1)' || rc=1
-	rm -f "$st"
+	rm -rf "$st" "$tmpd" ${utmp:+"$utmp"}
 	return $rc
 }
 
