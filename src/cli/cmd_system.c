@@ -2,6 +2,7 @@
  * needs and cannot do alone — a delegated cgroup subtree for their boxes' limits. */
 #include <getopt.h>
 #include <pwd.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "runtime/ns/ns_cgroup.h"
@@ -44,6 +45,16 @@ int cmd_system(int argc, char **argv)
 	}
 	if (ns_cgroup_setup_user(pw->pw_uid, pw->pw_gid, &err) < 0)
 		return cli_fail(&err);
+	/* a box's network is a TAP its own user namespace opens: /dev/net/tun must be usable by
+	 * everyone (Debian's default mode; the kernel still requires CAP_NET_ADMIN over a netns) */
+	struct stat st;
+	if (stat("/dev/net/tun", &st) == 0 && (st.st_mode & 0666) != 0666) {
+		if (chmod("/dev/net/tun", st.st_mode | 0666) < 0) {
+			pd_error(&err, errno, "cannot make /dev/net/tun usable by %s", user);
+			return cli_fail(&err);
+		}
+		printf("/dev/net/tun made usable by every user (mode 0666, Debian's default)\n");
+	}
 	printf("cgroups delegated to %s (uid %u)\n", user, (unsigned)pw->pw_uid);
 	return 0;
 }
