@@ -46,6 +46,9 @@ static void report_ns(void)
 		 r.namespaces & NS_PROBE_UTS ? "uts " : "", r.namespaces & NS_PROBE_NET ? "net " : "",
 		 r.namespaces & NS_PROBE_CGROUP ? "cgroup " : "", r.namespaces & NS_PROBE_USER ? "user" : "");
 	line("namespaces", (r.namespaces & NS_PROBE_ALL) == NS_PROBE_ALL, d, "a kernel built with every CONFIG_*_NS");
+	bool tun = access("/dev/net/tun", R_OK | W_OK) == 0;
+	line("/dev/net/tun", tun, tun ? "usable (the box's network interface)" : "not usable by this user",
+	     "as root: paddock system setup --user $USER (sets Debian's default mode 0666)");
 	line("overlayfs in a userns", r.overlay_userns, r.overlay_userns ? "yes" : "no", "Linux 5.11 or later");
 	line("mount API in a userns", r.mount_api, r.mount_api ? "open_tree + mount_setattr" : "no", "Linux 5.12 or later");
 	line("seccomp filters", r.seccomp_filter, r.seccomp_filter ? "yes" : "no", "a kernel with CONFIG_SECCOMP_FILTER");
