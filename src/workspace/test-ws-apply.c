@@ -166,6 +166,26 @@ static void test_apply_normal(void **state)
 	assert_int_equal(st.st_uid, getuid());
 }
 
+/* A host file hard linked from outside the project: a mode change must not reach the
+ * outside name (the inode is never chmod'ed in place). */
+static void test_apply_mode_change_hardlinked(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_free_ char *in = xasprintf("%s/script.sh", f->host), *out = xasprintf("%s/hardlink", f->dir);
+	assert_int_equal(link(in, out), 0);
+	copy_in(f);
+	sh("chmod 0755 '%s/script.sh'", f->boxdir);
+	copy_out(f);
+	struct ws_apply_opts o = {0};
+	assert_int_equal(apply(f, &o), 0);
+	assert_int_equal(result_of(f, "script.sh"), WS_APPLIED);
+	struct stat st;
+	assert_int_equal(stat(out, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(stat(in, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+}
+
 static void test_apply_dry_run(void **state)
 {
 	struct fx *f = *state;
@@ -491,6 +511,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_resolver_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_normal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_mode_change_hardlinked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_dry_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_idempotent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_conflict_and_force, setup, teardown),

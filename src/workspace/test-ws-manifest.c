@@ -312,6 +312,20 @@ static void test_tar_entry_limit(void **state)
 	lim.max_entries = 5;
 	assert_int_equal(tl_ingest(fd, f->staging_fd, NULL, &lim, &m, NULL), -EFBIG);
 	close(fd);
+	/* implied parent directories count as entries too */
+	t = tl_tar_new();
+	tl_tar_file(t, "a/b/c/d/e/f/g", "", 0644);
+	fd = tl_tar_finish(t);
+	assert_int_equal(tl_ingest(fd, f->staging_fd, NULL, &lim, &m, NULL), -EFBIG);
+	close(fd);
+	/* and so do the bytes of the names held in memory */
+	t = tl_tar_new();
+	tl_tar_file(t, "a-rather-long-name-for-a-small-budget", "", 0644);
+	fd = tl_tar_finish(t);
+	lim = WS_LIMITS_DEFAULT;
+	lim.max_names = 16;
+	assert_int_equal(tl_ingest(fd, f->staging_fd, NULL, &lim, &m, NULL), -EFBIG);
+	close(fd);
 }
 
 static void test_tar_garbage(void **state)

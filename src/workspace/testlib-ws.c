@@ -162,19 +162,54 @@ void tl_tar_special(struct tl_tar *t, const char *path, mode_t type)
 	put(t, path, type, 0644, 0, NULL, NULL);
 }
 
+/* A ustar header whose size field uses the base-256 form (for sizes past 8 GiB). Written
+ * raw: the libarchive writer would have to be aborted mid-entry to leave it truncated. */
+static void raw_header(int fd, const char *path, int64_t size)
+{
+	unsigned char h[512] = {0};
+	snprintf((char *)h, 100, "%s", path);
+	memcpy(h + 100, "0000644", 8);
+	memcpy(h + 108, "0000000", 8);
+	memcpy(h + 116, "0000000", 8);
+	h[124] = 0x80;
+	for (int i = 11; i >= 1; i--, size >>= 8)
+		h[124 + i] = (unsigned char)(size & 0xff);
+	memcpy(h + 136, "00000000000", 12);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (size_t i = 0; i < sizeof(h); i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+	if (fd_write_all(fd, h, sizeof(h)) < 0)
+		die("write");
+}
+
 void tl_tar_header_only(struct tl_tar *t, const char *path, int64_t declared_size)
 {
-	put(t, path, AE_IFREG, 0644, declared_size, NULL, NULL);
+	/* end the archive properly, then cut off its end-of-archive marker (two zero blocks;
+	 * the writer is unblocked, so nothing follows them) and append the raw header */
+	if (archive_write_close(t->a) != ARCHIVE_OK)
+		die("archive_write_close");
+	archive_write_free(t->a);
+	t->a = NULL;
+	off_t end = lseek(t->fd, 0, SEEK_END);
+	if (end < 1024 || end % 512 != 0 || ftruncate(t->fd, end - 1024) < 0 ||
+	    lseek(t->fd, 0, SEEK_END) != end - 1024)
+		die("cutting the end marker");
+	raw_header(t->fd, path, declared_size);
 	t->truncated = true;
 }
 
 int tl_tar_finish(struct tl_tar *t)
 {
-	if (t->truncated)
-		archive_write_fail(t->a); /* no padding of a 100 GB entry, no end marker */
-	else if (archive_write_close(t->a) != ARCHIVE_OK)
+	if (!t->truncated && archive_write_close(t->a) != ARCHIVE_OK)
 		die("archive_write_close");
-	archive_write_free(t->a);
+	if (t->a)
+		archive_write_free(t->a);
 	int fd = t->fd;
 	free(t);
 	if (lseek(fd, 0, SEEK_SET) < 0)

@@ -24,6 +24,8 @@ void tl_tar_dir(struct tl_tar *t, const char *path, mode_t mode);
 void tl_tar_symlink(struct tl_tar *t, const char *path, const char *target);
 void tl_tar_hardlink(struct tl_tar *t, const char *path, const char *target);
 void tl_tar_special(struct tl_tar *t, const char *path, mode_t type); /* AE_IFCHR, AE_IFIFO, ... */
+/* Cuts the stream with a raw header declaring declared_size bytes and no data: nothing may
+ * be added after it. */
 void tl_tar_header_only(struct tl_tar *t, const char *path, int64_t declared_size);
 /* Ends the stream (no end marker after tl_tar_header_only) and returns an fd at offset 0. */
 int tl_tar_finish(struct tl_tar *t);

@@ -11,7 +11,6 @@
 
 #include "ws_apply.h"
 #include "ws_host.h"
-#include "ws_walk.h"
 
 struct apply {
 	int rootfd;
@@ -25,7 +24,21 @@ struct apply {
 	bool *removed;       /* removal pass took the base side away (or found it gone) */
 	bool *changed_a;     /* the removal pass really removed something */
 	char **sync_dirs;
+	struct staged *batch; /* temp files written, renames pending */
+	size_t nbatch;
 };
+
+/* A temp file complete in its host directory, waiting for its rename. */
+struct staged {
+	size_t i;
+	int dirfd;
+	const char *name; /* last component of the box entry's path */
+	struct ws_host h; /* what the name held when we decided */
+	int tmpfd;        /* the temp file (-1 for a symlink) */
+	char tmp[WS_TMP_NAME_MAX];
+};
+
+#define BATCH 128
 
 const char *ws_result_str(enum ws_result r)
 {
@@ -184,28 +197,82 @@ static void remove_base(struct apply *a, size_t i)
 	ws_host_free(&h);
 }
 
-/* Writes the box's file, symlink or directory over name (state h already decided). */
-static int write_entry(struct apply *a, const struct ws_delta *d, int dirfd, const char *name, struct ws_host *h)
+/* Writes the temp file of a file, symlink or mode change (fsync comes with the batch). */
+static int stage_entry(struct apply *a, const struct ws_delta *d, int dirfd, const char *name,
+		       struct ws_host *h, struct staged *s)
 {
 	const struct ws_entry *y = d->box;
-	char tmp[WS_TMP_NAME_MAX];
-	int r;
-	if (y->type == WS_DIR)
-		return ws_host_mkdir(dirfd, name);
+	s->tmpfd = -1;
 	if (y->type == WS_FILE && d->kind == WS_CHG_MODE && h->kind == WS_FILE)
-		return ws_host_chmod(dirfd, name, h, y->mode);
+		return ws_host_stage_copy(dirfd, name, h, y, s->tmp, &s->tmpfd);
 	if (y->type == WS_FILE)
-		r = ws_host_stage_file(dirfd, a->staging_fd, y, !a->o->no_sync, tmp);
-	else
-		r = ws_host_stage_symlink(dirfd, y->target, tmp);
+		return ws_host_stage_file(dirfd, a->staging_fd, y, s->tmp, &s->tmpfd);
+	return ws_host_stage_symlink(dirfd, y->target, s->tmp);
+}
+
+static void done(struct apply *a, size_t i, int dirfd)
+{
+	set(a, i, WS_APPLIED, 0, NULL);
+	remember_dir(a, a->diff.v[i].box->path);
+	hook(a, WS_PHASE_DONE, a->diff.v[i].box->path, dirfd);
+}
+
+/* fsync, then rename the temp file over its name if the name still holds what we decided
+ * on: the new content is durable before it becomes visible, so an interruption at any
+ * point leaves each host file old or new. */
+static void commit_one(struct apply *a, struct staged *s)
+{
+	hook(a, WS_PHASE_STAGED, a->diff.v[s->i].box->path, s->dirfd);
+	int r = 0;
+	if (s->tmpfd >= 0 && !a->o->no_sync && fsync(s->tmpfd) < 0)
+		r = -errno;
+	else if (!ws_host_unchanged(s->dirfd, s->name, &s->h))
+		r = -ESTALE;
 	if (r < 0)
-		return r;
-	hook(a, WS_PHASE_STAGED, y->path, dirfd);
-	if (!ws_host_unchanged(dirfd, name, h)) {
-		ws_host_discard(dirfd, tmp);
-		return -ESTALE;
+		ws_host_discard(s->dirfd, s->tmp);
+	else
+		r = ws_host_commit(s->dirfd, s->tmp, s->name);
+	if (r < 0)
+		host_error(a, s->i, r);
+	else
+		done(a, s->i, s->dirfd);
+	if (s->tmpfd >= 0)
+		close(s->tmpfd);
+	close(s->dirfd);
+	ws_host_free(&s->h);
+}
+
+/* The temp files of a batch are all written (writeback started) before the first fsync:
+ * the first one commits the journal for all of them, the rest mostly wait for nothing. */
+static void flush_batch(struct apply *a)
+{
+	for (size_t k = 0; k < a->nbatch; k++)
+		commit_one(a, &a->batch[k]);
+	a->nbatch = 0;
+}
+
+/* Directories are made at once (later entries may need them); the rest is batched. */
+static void write_entry(struct apply *a, size_t i, int *dirfd, const char *name, struct ws_host *h)
+{
+	const struct ws_delta *d = &a->diff.v[i];
+	if (d->box->type == WS_DIR) {
+		int r = ws_host_mkdir(*dirfd, name);
+		r < 0 ? (void)host_error(a, i, r) : done(a, i, *dirfd);
+		return;
 	}
-	return ws_host_commit(dirfd, tmp, name);
+	struct staged *s = &a->batch[a->nbatch];
+	int r = stage_entry(a, d, *dirfd, name, h, s);
+	if (r < 0) {
+		host_error(a, i, r);
+		return;
+	}
+	s->i = i;
+	s->dirfd = TAKE_FD(*dirfd);
+	s->name = name;
+	s->h = *h;
+	*h = (struct ws_host){0};
+	if (++a->nbatch == BATCH)
+		flush_batch(a);
 }
 
 /* Decides a creation against the host: 1 to write, else the verdict is set. */
@@ -250,14 +317,10 @@ static void create_box(struct apply *a, size_t i)
 	}
 	if (decide(a, i, dirfd, name, &h) == 1) {
 		hook(a, WS_PHASE_RESOLVED, y->path, dirfd);
-		r = a->o->dry_run ? 0 : write_entry(a, d, dirfd, name, &h);
-		if (r < 0) {
-			host_error(a, i, r);
-		} else {
+		if (a->o->dry_run)
 			set(a, i, WS_APPLIED, 0, NULL);
-			remember_dir(a, y->path);
-			hook(a, WS_PHASE_DONE, y->path, dirfd);
-		}
+		else
+			write_entry(a, i, &dirfd, name, &h);
 	}
 	ws_host_free(&h);
 }
@@ -314,9 +377,11 @@ static void creation_pass(struct apply *a, const bool *selected)
 			create_box(a, i);
 		else
 			set(a, i, a->changed_a[i] ? WS_APPLIED : WS_ALREADY, 0, NULL);
+	}
+	flush_batch(a);
+	for (size_t i = 0; i < a->diff.n; i++)
 		if (a->res[i] == WS_ALREADY && a->changed_a[i])
 			a->res[i] = WS_APPLIED; /* half of it was done now */
-	}
 }
 
 static int cmp_str(const void *x, const void *y)
@@ -324,7 +389,8 @@ static int cmp_str(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* The renames are durable once their directories are synced. */
+/* The renames and removals are durable once their directories are synced (after the
+ * first, the journal is usually committed and the others are cheap). */
 static void sync_dirs(struct apply *a)
 {
 	size_t n = strv_len(a->sync_dirs);
@@ -373,6 +439,7 @@ static void run(struct apply *a, struct ws_apply_report *rep)
 	a->detail = xcalloc(n, sizeof(char *));
 	a->removed = xcalloc(n, sizeof(bool));
 	a->changed_a = xcalloc(n, sizeof(bool));
+	a->batch = xcalloc(BATCH, sizeof(*a->batch));
 	prefilter(a, selected);
 	removal_pass(a, selected);
 	creation_pass(a, selected);
@@ -384,6 +451,7 @@ static void run(struct apply *a, struct ws_apply_report *rep)
 	free(a->detail);
 	free(a->removed);
 	free(a->changed_a);
+	free(a->batch);
 	strv_free(a->sync_dirs);
 }
 
@@ -420,32 +488,6 @@ void ws_apply_report_free(struct ws_apply_report *r)
 		free(r->v[i].path);
 	free(r->v);
 	*r = (struct ws_apply_report){0};
-}
-
-struct cleanup {
-	int removed;
-};
-
-static int cleanup_visit(void *ud, const struct ws_walk_entry *e)
-{
-	struct cleanup *c = ud;
-	mode_t t = e->st->st_mode & S_IFMT;
-	if (t == S_IFDIR)
-		return 1;
-	if (!startswith(e->name, WS_TMP_PREFIX) || (t != S_IFREG && t != S_IFLNK))
-		return 0;
-	/* why safe: one name in a directory fd the walk opened without following symlinks;
-	 * only paddock's own temp names (regular files, symlinks), which no box can create */
-	if (unlinkat(e->dirfd, e->name, 0) == 0)
-		c->removed++;
-	return 0;
-}
-
-int ws_cleanup_temps(int rootfd, pd_err *err)
-{
-	struct cleanup c = {0};
-	int r = ws_walk(rootfd, cleanup_visit, &c, err);
-	return r < 0 ? r : c.removed;
 }
 
 void ws_apply_report_render(FILE *out, const struct ws_apply_report *r, bool color)

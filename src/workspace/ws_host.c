@@ -111,7 +111,7 @@ static int open_staged(int staging_fd, const struct ws_entry *e)
 
 /* The temp file's bytes are hashed as they are written: what lands on the host is exactly
  * the content the diff showed (e->sha256), whatever happened to the staging directory. */
-static int fill_tmp(int tmpfd, int staging_fd, const struct ws_entry *e, bool sync)
+static int fill_tmp(int tmpfd, int staging_fd, const struct ws_entry *e)
 {
 	_cleanup_close_ int in = open_staged(staging_fd, e);
 	if (in < 0)
@@ -122,14 +122,21 @@ static int fill_tmp(int tmpfd, int staging_fd, const struct ws_entry *e, bool sy
 		return r;
 	if (memcmp(sha, e->sha256, WS_SHA256_LEN) != 0)
 		return -EBADMSG;
-	/* permission bits only: no setuid/setgid/sticky ever reach the host */
-	if (fchmod(tmpfd, e->mode & 0777) < 0)
-		return -errno;
-	return sync && fsync(tmpfd) < 0 ? -errno : 0;
+	return 0;
 }
 
-int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e, bool sync,
-		       char ret_tmp[WS_TMP_NAME_MAX])
+/* Permission bits only (no setuid/setgid/sticky ever reach the host); writeback starts now
+ * so the caller's fsync, later, mostly waits for nothing. */
+static int finish_tmp(int fd, const struct ws_entry *e)
+{
+	if (fchmod(fd, e->mode & 0777) < 0)
+		return -errno;
+	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return 0;
+}
+
+int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e,
+		       char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd)
 {
 	_cleanup_close_ int fd = -1;
 	/* why safe: a fresh name created O_EXCL|O_NOFOLLOW inside the verified dirfd, owned by
@@ -137,10 +144,15 @@ int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e, bool
 	int r = ws_tmpfile_at(dirfd, ret_tmp, &fd);
 	if (r < 0)
 		return r;
-	r = fill_tmp(fd, staging_fd, e, sync);
-	if (r < 0)
+	r = fill_tmp(fd, staging_fd, e);
+	if (r == 0)
+		r = finish_tmp(fd, e);
+	if (r < 0) {
 		ws_host_discard(dirfd, ret_tmp);
-	return r;
+		return r;
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
 }
 
 int ws_host_stage_symlink(int dirfd, const char *target, char ret_tmp[WS_TMP_NAME_MAX])
@@ -181,13 +193,30 @@ int ws_host_mkdir(int dirfd, const char *name)
 	return mkdirat(dirfd, name, 0755) < 0 ? -errno : 0;
 }
 
-int ws_host_chmod(int dirfd, const char *name, const struct ws_host *h, mode_t mode)
+int ws_host_stage_copy(int dirfd, const char *name, const struct ws_host *h, const struct ws_entry *e,
+		       char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd)
 {
-	_cleanup_close_ int fd = open_same(dirfd, name, h, O_RDONLY);
-	if (fd < 0)
-		return fd;
-	/* why safe: fchmod on the fd of the regular file we verified, never by name */
-	return fchmod(fd, mode & 0777) < 0 ? -errno : 0;
+	_cleanup_close_ int in = open_same(dirfd, name, h, O_RDONLY);
+	if (in < 0)
+		return in;
+	_cleanup_close_ int fd = -1;
+	/* why safe: as in ws_host_stage_file — a fresh O_EXCL|O_NOFOLLOW name in the verified
+	 * dirfd; the host file is only read, through the fd of the inode we checked */
+	int r = ws_tmpfile_at(dirfd, ret_tmp, &fd);
+	if (r < 0)
+		return r;
+	uint8_t sha[WS_SHA256_LEN];
+	r = ws_copy_hashed(in, fd, e->size, sha);
+	if (r == 0 && memcmp(sha, e->sha256, WS_SHA256_LEN) != 0)
+		r = -ESTALE;
+	if (r == 0)
+		r = finish_tmp(fd, e);
+	if (r < 0) {
+		ws_host_discard(dirfd, ret_tmp);
+		return r;
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
 }
 
 int ws_host_remove(int dirfd, const char *name, const struct ws_host *h)

@@ -31,16 +31,20 @@ bool ws_host_matches(int dirfd, const char *name, struct ws_host *h, const struc
 bool ws_host_unchanged(int dirfd, const char *name, const struct ws_host *h);
 
 /* Writes the staged content of e into a new temp file in dirfd, re-hashing every byte and
- * refusing (-EBADMSG) if it differs from e->sha256; sets the mode; fsyncs when sync. */
-int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e, bool sync,
-		       char ret_tmp[WS_TMP_NAME_MAX]);
+ * refusing (-EBADMSG) if it differs from e->sha256; sets the mode and starts writeback.
+ * Returns the temp file's fd in *ret_fd: the caller fsyncs it before the rename. */
+int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e,
+		       char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd);
 int ws_host_stage_symlink(int dirfd, const char *target, char ret_tmp[WS_TMP_NAME_MAX]);
 /* Renames tmp over name (atomic replace); on failure removes tmp. */
 int ws_host_commit(int dirfd, const char *tmp, const char *name);
 void ws_host_discard(int dirfd, const char *tmp);
 
 int ws_host_mkdir(int dirfd, const char *name);
-/* chmod of the very inode h describes (opened O_NOFOLLOW, inode compared). */
-int ws_host_chmod(int dirfd, const char *name, const struct ws_host *h, mode_t mode);
+/* A mode change: copies the host file h describes (which must hold e's content) into a
+ * temp file with e's mode. The existing inode is never chmod'ed in place: it may be hard
+ * linked from outside the project. */
+int ws_host_stage_copy(int dirfd, const char *name, const struct ws_host *h, const struct ws_entry *e,
+		       char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd);
 /* Removes name if it still is the inode h describes; directories only when empty. */
 int ws_host_remove(int dirfd, const char *name, const struct ws_host *h);

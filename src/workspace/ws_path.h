@@ -16,11 +16,13 @@ struct ws_limits {
 	uint64_t max_entries; /* entries per tree (1,000,000) */
 	uint64_t max_total;   /* declared bytes of all files (10 GiB) */
 	uint64_t max_file;    /* declared bytes of one file (4 GiB) */
+	uint64_t max_names;   /* bytes of all paths held in memory (256 MiB) */
 };
 
 #define WS_LIMITS_DEFAULT ((struct ws_limits){ \
 	.max_name = 255, .max_path = 4096, .max_depth = 256, \
-	.max_entries = 1000000, .max_total = 10ull << 30, .max_file = 4ull << 30 })
+	.max_entries = 1000000, .max_total = 10ull << 30, .max_file = 4ull << 30, \
+	.max_names = 256ull << 20 })
 
 /* Prefix of apply's temporary files; names with it are refused from the box and never
  * copied in, so the cleanup of leftovers can only ever remove paddock's own files. */

@@ -31,7 +31,8 @@ struct tar_ctx {
 	struct ws_manifest m;
 	struct pmap map;
 	struct ws_notes *notes;
-	uint64_t entries, total, raw_read, raw_max;
+	uint64_t entries, total, raw_read, raw_max, names;
+	bool overflow; /* the manifest grew past max_entries or max_names (implied dirs count) */
 	int fd;
 	char *rawbuf;
 	uint8_t (*staged)[WS_SHA256_LEN]; /* hashes written to staging by this run */
@@ -80,6 +81,9 @@ static struct ws_entry *add(struct tar_ctx *c, const struct ws_entry *e)
 	struct ws_entry *d = ws_manifest_add(&c->m, e);
 	*pmap_slot(&c->map, &c->m, e->path) = c->m.n;
 	c->map.n++;
+	c->names += strlen(e->path) + (e->target ? strlen(e->target) : 0);
+	if (c->m.n > c->lim->max_entries || c->names > c->lim->max_names)
+		c->overflow = true;
 	return d;
 }
 
@@ -321,7 +325,10 @@ static int ingest_one(struct tar_ctx *c, struct archive_entry *ae)
 		ws_notes_add(c->notes, why, raw ? raw : "", NULL);
 		return 0; /* the reader skips the data of an entry we did not read */
 	}
-	return take_entry(c, ae, path);
+	r = take_entry(c, ae, path);
+	if (r == 0 && c->overflow)
+		r = pd_error_msg(c->err, EFBIG, "tar stream holds more entries or longer names than the limits allow");
+	return r;
 }
 
 static int cmp_sha(const void *a, const void *b)

@@ -28,13 +28,12 @@ static int list_dir(int dirfd, struct names *ret)
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	DIR *d = fdopendir(fd);
+	_cleanup_closedir_ DIR *d = fdopendir(fd);
 	if (!d) {
 		int r = -errno;
 		close(fd);
 		return r;
 	}
-	_cleanup_closedir_ DIR *dd = d;
 	struct dirent *de;
 	errno = 0;
 	while ((de = readdir(d))) {
@@ -48,7 +47,8 @@ static int list_dir(int dirfd, struct names *ret)
 	}
 	if (errno)
 		return -errno;
-	qsort(ret->v, ret->n, sizeof(char *), cmp_str);
+	if (ret->n > 1)
+		qsort(ret->v, ret->n, sizeof(char *), cmp_str);
 	return 0;
 }
 
