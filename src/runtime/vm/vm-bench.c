@@ -5,9 +5,13 @@
  *   hello    runtime_vm.start → HELLO from paddock-init (overlay creation included)
  *   true     runtime_vm.start → HELLO → EXEC true → EXIT → STOP → QEMU exit
  *
+ * Each also in QEMU CPU time (user+system of all its threads): under TCG the guest's work is
+ * QEMU's CPU time, which — unlike wall time — barely moves when other work loads the host.
+ *
  * usage: vm-bench ANCHOR_INIT [RUNS]   (PADDOCK_HOME as for test-vm-boot; see scripts/vm-bench.sh) */
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "image/initramfs.h"
@@ -75,17 +79,46 @@ static char **raw_argv(const struct kernel_cache *k, const char *initrd, enum vm
 	return argv;
 }
 
-static uint64_t run_raw(char **argv)
+static uint64_t tv_ms(struct timeval a, struct timeval b)
+{
+	return (uint64_t)(a.tv_sec + b.tv_sec) * 1000u + (uint64_t)(a.tv_usec + b.tv_usec) / 1000u;
+}
+
+/* Waits for pid; returns its CPU time in ms. */
+static uint64_t reap_cpu(pid_t pid, int pidfd)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	if (poll(&p, 1, 120000) != 1)
+		die("QEMU did not exit", NULL);
+	int status;
+	struct rusage ru;
+	if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		die("QEMU did not power off cleanly", NULL);
+	close(pidfd);
+	return tv_ms(ru.ru_utime, ru.ru_stime);
+}
+
+/* CPU time so far of a running process, from /proc (clock ticks). */
+static uint64_t proc_cpu_ms(pid_t pid)
+{
+	_cleanup_free_ char *path = xasprintf("/proc/%d/stat", (int)pid), *text = NULL;
+	unsigned long ut, st;
+	const char *p;
+	if (read_file_at(AT_FDCWD, path, 4096, &text, NULL) < 0 || !(p = strrchr(text, ')')) ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (ut + st) * 1000u / (uint64_t)sysconf(_SC_CLK_TCK);
+}
+
+static uint64_t run_raw(char **argv, uint64_t *ret_cpu)
 {
 	uint64_t t0 = qemu_now_ms();
 	pid_t pid;
-	int pidfd, status;
+	int pidfd;
 	pd_err err = {0};
 	if (qemu_spawn(argv, NULL, 0, -1, &pid, &pidfd, &err) < 0)
 		die("spawn", &err);
-	if (qemu_wait(pid, pidfd, 120000, &status) != 1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		die("raw QEMU did not power off cleanly", NULL);
-	close(pidfd);
+	*ret_cpu = reap_cpu(pid, pidfd);
 	return qemu_now_ms() - t0;
 }
 
@@ -112,8 +145,12 @@ static void exec_true(int fd, uint8_t *buf)
 	while (f.hdr.type != PROTO_EXIT);
 }
 
-/* One box: returns start→HELLO in *ret_hello and start→QEMU exit (after exec true) overall. */
-static uint64_t run_box(int i, uint64_t *ret_hello, char *reason, size_t reason_len)
+struct box_times {
+	uint64_t hello, hello_cpu, total, total_cpu;
+};
+
+/* One box: start→HELLO and start→QEMU exit (after exec true), wall and QEMU CPU. */
+static void run_box(int i, struct box_times *ret, char *reason, size_t reason_len)
 {
 	_cleanup_free_ char *dir = xasprintf("%s/boxes/bench-%d-%d", home, (int)getpid(), i);
 	if (mkdir_p(dir, 0700) < 0)
@@ -128,21 +165,20 @@ static uint64_t run_box(int i, uint64_t *ret_hello, char *reason, size_t reason_
 		die("start", &err);
 	if (recv_wait(h.ctl_fd, buf, &f) < 0 || f.hdr.type != PROTO_HELLO)
 		die("no HELLO", NULL);
-	*ret_hello = qemu_now_ms() - t0;
+	ret->hello = qemu_now_ms() - t0;
+	ret->hello_cpu = proc_cpu_ms(h.pid);
 	snprintf(reason, reason_len, "%s", vm_box_accel_reason(&h));
 	proto_send_hello(h.ctl_fd);
 	exec_true(h.ctl_fd, buf);
 	uint8_t t[4];
 	proto_put_u32(t, 2000);
 	proto_send(h.ctl_fd, PROTO_STOP, 0, 0, t, sizeof(t));
-	int status;
-	if (qemu_wait(h.pid, h.pidfd, 60000, &status) != 1)
-		die("box did not stop", NULL);
-	uint64_t total = qemu_now_ms() - t0;
+	ret->total_cpu = reap_cpu(h.pid, h.pidfd);
+	ret->total = qemu_now_ms() - t0;
+	h.pidfd = -1; /* closed by reap_cpu */
 	close(h.ctl_fd);
 	runtime_vm.cleanup(&h);
 	rm_rf(dir);
-	return total;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -159,7 +195,7 @@ static uint64_t median(uint64_t *v, int n)
 
 static void print_row(const char *name, uint64_t *v, int n)
 {
-	printf("%-8s", name);
+	printf("%-10s", name);
 	for (int i = 0; i < n; i++)
 		printf(" %6llu", (unsigned long long)v[i]);
 	printf("   median %llu ms\n", (unsigned long long)median(v, n));
@@ -181,25 +217,33 @@ int main(int argc, char **argv)
 	if (kernel_cache_load(home, &k, &err) < 0)
 		die("kernel", &err);
 	_cleanup_free_ char *initrd = anchor_initrd(argv[1]);
-	uint64_t raw[MAX_RUNS], hello[MAX_RUNS], total[MAX_RUNS];
+	uint64_t raw[MAX_RUNS], hello[MAX_RUNS], total[MAX_RUNS], raw_cpu[MAX_RUNS], hello_cpu[MAX_RUNS],
+		total_cpu[MAX_RUNS];
 	char reason[320] = "";
 	_cleanup_strv_ char **rargv = NULL;
 	for (int i = 0; i < runs; i++) {
-		total[i] = run_box(i, &hello[i], reason, sizeof(reason));
+		struct box_times t;
+		run_box(i, &t, reason, sizeof(reason));
+		hello[i] = t.hello, hello_cpu[i] = t.hello_cpu, total[i] = t.total, total_cpu[i] = t.total_cpu;
 		if (!rargv) /* the same accelerator the box got */
 			rargv = raw_argv(&k, initrd, startswith(reason, "kvm") ? VM_ACCEL_KVM : VM_ACCEL_TCG,
 					 startswith(reason, "kvm") ? 0 : vm_host_tsc_khz(home));
-		raw[i] = run_raw(rargv);
+		raw[i] = run_raw(rargv, &raw_cpu[i]);
 	}
 	printf("accelerator %s\nkernel %s (%s)\nraw argv:", reason, k.release, k.pvh ? "PVH ELF" : "bzImage");
 	for (char **a = rargv; *a; a++)
 		printf(" %s", *a);
-	printf("\n\n%d runs each, ms:\n", runs);
+	printf("\n\n%d runs each, ms (wall, then QEMU CPU time):\n", runs);
 	print_row("raw", raw, runs);
 	print_row("hello", hello, runs);
 	print_row("true", total, runs);
-	printf("ratio true/raw %.2f, hello/raw %.2f\n", (double)median(total, runs) / (double)median(raw, runs),
-	       (double)median(hello, runs) / (double)median(raw, runs));
+	print_row("raw-cpu", raw_cpu, runs);
+	print_row("hello-cpu", hello_cpu, runs);
+	print_row("true-cpu", total_cpu, runs);
+	printf("wall ratio true/raw %.2f, hello/raw %.2f; cpu ratio true/raw %.2f, hello/raw %.2f\n",
+	       (double)median(total, runs) / (double)median(raw, runs), (double)median(hello, runs) / (double)median(raw, runs),
+	       (double)median(total_cpu, runs) / (double)median(raw_cpu, runs),
+	       (double)median(hello_cpu, runs) / (double)median(raw_cpu, runs));
 	kernel_cache_done(&k);
 	return 0;
 }
