@@ -96,8 +96,10 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 		struct session_req req = {.argv = cmd, .env = env, .cwd = o->spec.workdir,
 					  .user = o->spec.user, .tty = o->tty};
 		r = session_run(box.h.ctl_fd, 1, &req, &status, err);
+		pd_debug("run --rm: session ended");
 		/* --rm: nothing inside is worth a graceful stop; kill the whole box at once */
 		box_shutdown(&box, false, 0);
+		pd_debug("run --rm: box gone");
 	}
 	sup_net_stop(net);
 	pd_debug("run --rm: network stopped");

@@ -456,8 +456,10 @@ static void net_free(struct sup_net *n)
 	egress_audit_close(n->audit);
 	if (n->sock_dir)
 		rm_rf(n->sock_dir);
+	/* the last close of a TAP waits for an RCU grace period (~50 ms here): let a grandchild
+	 * pay it, the box is already gone and the device goes with its namespace */
 	if (n->tap >= 0)
-		close(n->tap);
+		fd_close_async(n->tap);
 	if (n->wake >= 0)
 		close(n->wake);
 	free(n->pfd);

@@ -237,8 +237,9 @@ int store_create(const char *home, const struct box_spec *spec, pd_err *err)
 	}
 	_cleanup_free_ char *json = box_spec_to_json(spec);
 	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int r = dfd < 0 ? -errno : write_file_atomic_at(dfd, "config.json", json, strlen(json), 0600);
-	if (r == 0) {
+	/* a --rm box's directory lives only as long as this process: no fsync on its way */
+	int r = dfd < 0 ? -errno : write_file_replace_at(dfd, "config.json", json, strlen(json), 0600, !spec->rm);
+	if (r == 0 && !spec->rm) {
 		struct box_state st = {.status = BOX_STATUS_CREATED, .last_exit = -1};
 		r = store_save_state(dir, &st, err);
 	}

@@ -1,6 +1,7 @@
 /* fdio.c — fd and file helpers. */
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "fdio.h"
 
@@ -91,12 +92,17 @@ int read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t
 
 int write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode)
 {
+	return write_file_replace_at(dirfd, path, buf, len, mode, true);
+}
+
+int write_file_replace_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode, bool durable)
+{
 	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
 	_cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -errno;
 	int r = fd_write_all(fd, buf, len);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && durable && fsync(fd) < 0)
 		r = -errno;
 	if (r == 0 && renameat(dirfd, tmp, dirfd, path) < 0)
 		r = -errno;
@@ -173,4 +179,22 @@ int rm_rf(const char *path)
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	return rm_rf_at(AT_FDCWD, path, st.st_dev, 0);
+}
+
+void fd_close_async(int fd)
+{
+	if (fd < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* the child forks once more so nobody has to reap the closer */
+		if (fork() == 0) {
+			close(fd);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(fd);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
 }

@@ -14,6 +14,12 @@ int fd_set_cloexec(int fd, bool on);
 int read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Writes buf to dirfd/path atomically: temp file + fsync + rename. */
 int write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+/* The same with the fsync optional (state that need not survive a crash). */
+int write_file_replace_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode, bool durable);
+/* Closes fd without waiting for the last close to finish: a forked grandchild holds the last
+ * reference. For fds whose release is slow (a TAP device waits for an RCU grace period,
+ * tens of ms) on a path someone is timing. Call only while single-threaded. */
+void fd_close_async(int fd);
 /* Writes a string to an existing file (e.g. /proc or cgroupfs knobs). */
 int write_file_str(const char *path, const char *s);
 int mkdir_p(const char *path, mode_t mode);
