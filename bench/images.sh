@@ -84,6 +84,12 @@ chroot_run() {
 	mount -t proc proc "$d/proc" && mount --rbind /sys "$d/sys" && mount --rbind /dev "$d/dev" ||
 		return 1
 	cp /etc/resolv.conf "$d/etc/resolv.conf"
+	# the host's own extra CAs (a TLS-inspecting egress here): without them every HTTPS
+	# fetch in the chroot fails with "self-signed certificate in certificate chain"
+	if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+		mkdir -p "$d/usr/local/share/ca-certificates"
+		cp /usr/local/share/ca-certificates/*.crt "$d/usr/local/share/ca-certificates/"
+	fi
 	chroot "$d" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root /bin/sh -c "$2" </dev/null >>"$BENCH_WORK/chroot.log" 2>&1 || rc=$?
 	umount -R "$d/dev" "$d/sys" "$d/proc" 2>/dev/null || umount -lR "$d/dev" "$d/sys" "$d/proc"
