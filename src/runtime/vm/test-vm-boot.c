@@ -20,6 +20,7 @@
 #include "image/kernel_spawn.h"
 #include "proto/proto.h"
 #include "runtime/vm/vm.h"
+#include "runtime/vm/vm_console.h"
 #include "util/fdio.h"
 #include "util/log.h"
 
@@ -148,9 +149,8 @@ static uint64_t box_up(const char *dir, struct box_handle *h, uint8_t *buf)
 	struct proto_frame f;
 	r = recv_wait(h->ctl_fd, buf, &f, BOOT_WAIT_MS);
 	if (r < 0) {
-		print_file_tail(dir, "console.log");
-		print_file_tail(dir, "qemu.log");
-		fail_msg("no HELLO from the guest: %s", strerror(-r));
+		_cleanup_free_ char *why = vm_box_diagnose(dir);
+		fail_msg("no HELLO from the guest: %s\n%s", strerror(-r), why);
 	}
 	uint64_t ms = now_ms() - t0;
 	uint16_t major, minor;
