@@ -15,7 +15,9 @@
 #   HTTPS through srt's proxy (inside `srt`, curl follows its HTTPS_PROXY)
 #   HTTPS from inside a paddock box, explicit proxy and transparent (--noproxy '*'),
 #     via `--resolve bench.test=127.0.0.1 --allow bench.test:PORT` (guarded)
-# Targets: paddock >= 0.5x direct and >= 2x srt throughput; connection p50 <= direct + 1 ms.
+#   supervisor RSS while a box holds BENCH_EG_HOLD (1000) connections open (bench/hold-conns.py)
+# Targets: paddock >= 0.5x direct and >= 2x srt throughput; connection p50 <= direct + 1 ms;
+# RSS <= 64 MB.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -23,6 +25,7 @@ EG="$BENCH_WORK/egress"
 SIZE_MB=${BENCH_EG_MB:-1024}
 RUNS=${BENCH_EG_RUNS:-3}
 CONNS=${BENCH_EG_CONNS:-1000}
+HOLD=${BENCH_EG_HOLD:-1000}
 HTTP_PORT=${BENCH_EG_HTTP_PORT:-18080}
 HTTPS_PORT=${BENCH_EG_HTTPS_PORT:-18443}
 TP_PORT=${BENCH_EG_TINYPROXY_PORT:-18888}
@@ -221,7 +224,31 @@ paddock_side() {
 	v=$(conn_p50 "$out") || v=-
 	bench_row "HTTPS connection set-up p50, paddock transparent" "$v" ms "$CONN_DIRECT" "direct" \
 		"target <= direct + 1 ms"
-	bench_log "todo: 1000 concurrent connections held, supervisor RSS (needs the supervisor pid of a persistent box)"
+	hold_conns
+}
+
+# N connections held open from inside one box; for `run --rm` the supervisor (and its
+# network stack) is the paddock process itself, so its VmRSS is the supervisor's
+hold_conns() {
+	local out="$EG/hold.out" pid i rss="-" hwm="-"
+	"$PADDOCK" run --rm --backend ns --net none --allow "$NAME:$HTTP_PORT" \
+		--resolve "$NAME=127.0.0.1" -- python3 -c "$(cat "$BENCH_DIR/hold-conns.py")" \
+		"$NAME" "$HTTP_PORT" "$HOLD" 5 </dev/null >"$out" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 1200; i++)); do
+		grep -q '^held' "$out" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if grep -q '^held' "$out"; then
+		rss=$(bench_vmrss_kb "$pid") || rss=-
+		hwm=$(bench_poll_hwm_kb "$pid") || hwm=-
+	else
+		bench_log "the box did not hold $HOLD connections: $(tail -n 3 "$out" | tr '\n' ' ')"
+	fi
+	wait "$pid"
+	bench_row "supervisor RSS holding $HOLD concurrent connections (VmRSS)" "$rss" KiB "" - \
+		"target <= 65536 KiB; peak (VmHWM) $hwm KiB"
 }
 
 bench_header "egress (issue 4) — $(bench_machine)"
