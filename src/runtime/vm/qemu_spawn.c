@@ -40,6 +40,13 @@ static _noreturn_ void child(char *const argv[], const struct qemu_fd *fds, size
 	 * prctl took effect we notice here. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(127);
+	/* Its own session: a Ctrl-C on the user's terminal reaches paddock, which stops the box
+	 * gracefully, not QEMU directly. A clean signal mask: the supervisor's blocked signals
+	 * (signalfd) must not be inherited across exec. */
+	sigset_t none;
+	sigemptyset(&none);
+	if (setsid() < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+		_exit(127);
 	int null = open("/dev/null", O_RDWR);
 	/* Move every source fd above the destination range first, so no dup2 clobbers one. */
 	int high = 3 + (int)n + 64, moved[16];

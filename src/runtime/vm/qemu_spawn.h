@@ -14,8 +14,10 @@ struct qemu_fd {
 int qemu_find_binary(const char *name, char **ret, pd_err *err);
 
 /* Spawns argv (argv[0] an absolute path) with stdin on /dev/null, stdout and stderr on
- * out_fd (or /dev/null if -1), fds mapped as given and every other fd closed. Returns the pid
- * and a pidfd (-1 if the kernel has none). */
+ * out_fd (or /dev/null if -1), fds mapped as given and every other fd closed, in a session of
+ * its own with an empty signal mask. Returns the pid and a pidfd (-1 if the kernel has none).
+ * The death signal fires when the calling *thread* exits: call it from a thread that lives as
+ * long as the box (the supervisor's main thread). */
 int qemu_spawn(char *const argv[], const struct qemu_fd *fds, size_t n_fds, int out_fd, pid_t *ret_pid,
 	       int *ret_pidfd, pd_err *err);
 
