@@ -19,8 +19,8 @@ static int tar_error(struct copyin *c, pd_err *err, const char *path)
 {
 	const char *s = archive_error_string(c->a);
 	int e = archive_errno(c->a);
-	return pd_error_msg(err, e > 0 ? e : EIO, "cannot write %s to the tar stream: %s", path,
-			    s ? s : "unknown error");
+	_cleanup_free_ char *esc = ws_escape_name(path), *msg = ws_escape_name(s ? s : "unknown error");
+	return pd_error_msg(err, e > 0 ? e : EIO, "cannot write %s to the tar stream: %s", esc, msg);
 }
 
 static enum ws_reason ci_exclude(void *ud, const char *path, bool is_dir)
@@ -49,7 +49,7 @@ static int put_file(struct copyin *c, struct ws_entry *e, int fd, pd_err *err)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			r = pd_error(err, errno, "cannot read %s", e->path);
+			r = ws_err_path(err, errno, "cannot read", e->path);
 			break;
 		}
 		if (n == 0) { /* shrank: pad */

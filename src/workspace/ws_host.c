@@ -109,22 +109,6 @@ static int open_staged(int staging_fd, const struct ws_entry *e)
 	return fd;
 }
 
-/* The temp file's bytes are hashed as they are written: what lands on the host is exactly
- * the content the diff showed (e->sha256), whatever happened to the staging directory. */
-static int fill_tmp(int tmpfd, int staging_fd, const struct ws_entry *e)
-{
-	_cleanup_close_ int in = open_staged(staging_fd, e);
-	if (in < 0)
-		return in;
-	uint8_t sha[WS_SHA256_LEN];
-	int r = ws_copy_hashed(in, tmpfd, e->size, sha);
-	if (r < 0)
-		return r;
-	if (memcmp(sha, e->sha256, WS_SHA256_LEN) != 0)
-		return -EBADMSG;
-	return 0;
-}
-
 /* Permission bits only (no setuid/setgid/sticky ever reach the host); writeback starts now
  * so the caller's fsync, later, mostly waits for nothing. */
 static int finish_tmp(int fd, const struct ws_entry *e)
@@ -135,8 +119,11 @@ static int finish_tmp(int fd, const struct ws_entry *e)
 	return 0;
 }
 
-int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e,
-		       char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd)
+/* Copies e's content from in into a new temp file of dirfd, hashing exactly the bytes
+ * written: what lands on the host is the content the diff showed (e->sha256) or nothing
+ * (mismatch_err). The caller owns *ret_fd. */
+static int stage_from(int dirfd, int in, const struct ws_entry *e, int mismatch_err,
+		      char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd)
 {
 	_cleanup_close_ int fd = -1;
 	/* why safe: a fresh name created O_EXCL|O_NOFOLLOW inside the verified dirfd, owned by
@@ -144,7 +131,10 @@ int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e,
 	int r = ws_tmpfile_at(dirfd, ret_tmp, &fd);
 	if (r < 0)
 		return r;
-	r = fill_tmp(fd, staging_fd, e);
+	uint8_t sha[WS_SHA256_LEN];
+	r = ws_copy_hashed(in, fd, e->size, sha);
+	if (r == 0 && memcmp(sha, e->sha256, WS_SHA256_LEN) != 0)
+		r = mismatch_err;
 	if (r == 0)
 		r = finish_tmp(fd, e);
 	if (r < 0) {
@@ -153,6 +143,21 @@ int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e,
 	}
 	*ret_fd = TAKE_FD(fd);
 	return 0;
+}
+
+int ws_host_stage_file(int dirfd, int staging_fd, const struct ws_entry *e,
+		       char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd)
+{
+	_cleanup_close_ int in = open_staged(staging_fd, e);
+	return in < 0 ? in : stage_from(dirfd, in, e, -EBADMSG, ret_tmp, ret_fd);
+}
+
+int ws_host_stage_copy(int dirfd, const char *name, const struct ws_host *h, const struct ws_entry *e,
+		       char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd)
+{
+	/* the host file is only read, through the fd of the inode we checked */
+	_cleanup_close_ int in = open_same(dirfd, name, h, O_RDONLY);
+	return in < 0 ? in : stage_from(dirfd, in, e, -ESTALE, ret_tmp, ret_fd);
 }
 
 int ws_host_stage_symlink(int dirfd, const char *target, char ret_tmp[WS_TMP_NAME_MAX])
@@ -191,32 +196,6 @@ int ws_host_mkdir(int dirfd, const char *name)
 	/* why safe: one new component in the verified dirfd; mkdirat fails on an existing name
 	 * (including a symlink) and never follows it */
 	return mkdirat(dirfd, name, 0755) < 0 ? -errno : 0;
-}
-
-int ws_host_stage_copy(int dirfd, const char *name, const struct ws_host *h, const struct ws_entry *e,
-		       char ret_tmp[WS_TMP_NAME_MAX], int *ret_fd)
-{
-	_cleanup_close_ int in = open_same(dirfd, name, h, O_RDONLY);
-	if (in < 0)
-		return in;
-	_cleanup_close_ int fd = -1;
-	/* why safe: as in ws_host_stage_file — a fresh O_EXCL|O_NOFOLLOW name in the verified
-	 * dirfd; the host file is only read, through the fd of the inode we checked */
-	int r = ws_tmpfile_at(dirfd, ret_tmp, &fd);
-	if (r < 0)
-		return r;
-	uint8_t sha[WS_SHA256_LEN];
-	r = ws_copy_hashed(in, fd, e->size, sha);
-	if (r == 0 && memcmp(sha, e->sha256, WS_SHA256_LEN) != 0)
-		r = -ESTALE;
-	if (r == 0)
-		r = finish_tmp(fd, e);
-	if (r < 0) {
-		ws_host_discard(dirfd, ret_tmp);
-		return r;
-	}
-	*ret_fd = TAKE_FD(fd);
-	return 0;
 }
 
 int ws_host_remove(int dirfd, const char *name, const struct ws_host *h)

@@ -76,6 +76,18 @@ int ws_sha256_parse(const char *hex, uint8_t ret[WS_SHA256_LEN])
 	return 0;
 }
 
+int ws_err_path(pd_err *err, int errnum, const char *what, const char *path)
+{
+	_cleanup_free_ char *esc = ws_escape_name(path);
+	return pd_error(err, errnum, "%s %s", what, esc);
+}
+
+int ws_err_path_msg(pd_err *err, int errnum, const char *what, const char *path)
+{
+	_cleanup_free_ char *esc = ws_escape_name(path);
+	return pd_error_msg(err, errnum, "%s %s", what, esc);
+}
+
 static ssize_t read_some(int fd, void *buf, size_t len)
 {
 	for (;;) {

@@ -17,6 +17,10 @@ void ws_sha256(const void *buf, size_t len, uint8_t ret[WS_SHA256_LEN]);
 void ws_sha256_hex(const uint8_t sha[WS_SHA256_LEN], char ret[2 * WS_SHA256_LEN + 1]);
 int ws_sha256_parse(const char *hex, uint8_t ret[WS_SHA256_LEN]); /* 0 or -EINVAL */
 
+/* pd_error()/pd_error_msg() for "<what> <path>" with the path escaped for a terminal. */
+int ws_err_path(pd_err *err, int errnum, const char *what, const char *path);
+int ws_err_path_msg(pd_err *err, int errnum, const char *what, const char *path);
+
 /* Reads fd to EOF (at most max bytes, else -EFBIG), hashing it. */
 int ws_hash_fd(int fd, uint64_t max, uint8_t ret_sha[WS_SHA256_LEN], uint64_t *ret_size);
 

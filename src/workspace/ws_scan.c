@@ -18,7 +18,7 @@ static int scan_symlink(struct scan *s, const struct ws_walk_entry *we, struct w
 	_cleanup_free_ char *buf = xmalloc(s->lim->max_path + 2);
 	ssize_t n = readlinkat(we->dirfd, we->name, buf, s->lim->max_path + 1);
 	if (n < 0)
-		return pd_error(s->err, errno, "cannot read symlink %s", we->path);
+		return ws_err_path(s->err, errno, "cannot read symlink", we->path);
 	if (n == 0 || (size_t)n > s->lim->max_path) {
 		ws_notes_add(s->notes, WS_R_PATH_TOO_LONG, we->path, "symlink target");
 		return 0;
@@ -37,12 +37,12 @@ static int scan_file(struct scan *s, const struct ws_walk_entry *we, struct ws_e
 	_cleanup_close_ int fd = openat(we->dirfd, we->name,
 					O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return pd_error(s->err, errno, "cannot open %s", we->path);
+		return ws_err_path(s->err, errno, "cannot open", we->path);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
-		return pd_error(s->err, errno, "cannot stat %s", we->path);
+		return ws_err_path(s->err, errno, "cannot stat", we->path);
 	if (!S_ISREG(st.st_mode) || st.st_ino != we->st->st_ino || st.st_dev != we->st->st_dev)
-		return pd_error_msg(s->err, EAGAIN, "%s changed while the tree was read", we->path);
+		return ws_err_path_msg(s->err, EAGAIN, "changed while the tree was read:", we->path);
 	e->type = WS_FILE;
 	return s->ops->emit(s->ops->ud, e, fd, &st, s->err);
 }
@@ -110,7 +110,7 @@ static int hash_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st
 	if (e->type != WS_FILE)
 		return 0;
 	int r = ws_hash_fd(fd, UINT64_MAX, e->sha256, &e->size);
-	return r < 0 ? pd_error(err, r, "cannot read %s", e->path) : 0;
+	return r < 0 ? ws_err_path(err, r, "cannot read", e->path) : 0;
 }
 
 int ws_manifest_from_dir(int rootfd, const struct ws_limits *lim, struct ws_manifest *ret,

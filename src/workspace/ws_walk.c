@@ -1,6 +1,7 @@
 /* ws_walk.c — the host tree walker (see ws_walk.h). */
 #include <fcntl.h>
 
+#include "ws_io.h"
 #include "ws_walk.h"
 
 #define WALK_MAX_DEPTH 4096 /* hard stop; callers refuse far earlier (ws_limits.max_depth) */
@@ -60,12 +61,12 @@ static int descend(const struct ws_walk_entry *e, unsigned depth, ws_walk_fn fn,
 {
 	_cleanup_close_ int fd = openat(e->dirfd, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return pd_error(err, errno, "cannot open directory %s", e->path);
+		return ws_err_path(err, errno, "cannot open directory", e->path);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
-		return pd_error(err, errno, "cannot stat %s", e->path);
+		return ws_err_path(err, errno, "cannot stat", e->path);
 	if (st.st_dev != e->st->st_dev || st.st_ino != e->st->st_ino)
-		return pd_error_msg(err, EAGAIN, "%s changed while the tree was read", e->path);
+		return ws_err_path_msg(err, EAGAIN, "changed while the tree was read:", e->path);
 	return walk_dir(fd, e->path, depth + 1, fn, ud, err);
 }
 
@@ -75,7 +76,7 @@ static int visit(int dirfd, const char *prefix, const char *name, unsigned depth
 	_cleanup_free_ char *path = prefix ? xasprintf("%s/%s", prefix, name) : xstrdup(name);
 	struct stat st;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : pd_error(err, errno, "cannot stat %s", path);
+		return errno == ENOENT ? 0 : ws_err_path(err, errno, "cannot stat", path);
 	struct ws_walk_entry e = {.dirfd = dirfd, .name = name, .path = path, .st = &st};
 	int r = fn(ud, &e);
 	if (r == 1 && S_ISDIR(st.st_mode))
@@ -86,11 +87,11 @@ static int visit(int dirfd, const char *prefix, const char *name, unsigned depth
 static int walk_dir(int dirfd, const char *prefix, unsigned depth, ws_walk_fn fn, void *ud, pd_err *err)
 {
 	if (depth > WALK_MAX_DEPTH)
-		return pd_error_msg(err, ELOOP, "%s: directory tree too deep", prefix);
+		return ws_err_path_msg(err, ELOOP, "directory tree too deep:", prefix);
 	struct names names = {0};
 	int r = list_dir(dirfd, &names);
 	if (r < 0)
-		pd_error(err, r, "cannot read directory %s", prefix ? prefix : ".");
+		ws_err_path(err, r, "cannot read directory", prefix ? prefix : ".");
 	for (size_t i = 0; r >= 0 && i < names.n; i++)
 		r = visit(dirfd, prefix, names.v[i], depth, fn, ud, err);
 	names_free(&names);
