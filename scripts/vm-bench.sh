@@ -9,5 +9,5 @@ runs=${2:-5}
 vm=$build/src/runtime/vm
 export PADDOCK_HOME=${PADDOCK_HOME:-/var/tmp/paddock-vm-test}
 # Until paddock-init's main calls vmboot(), the guest runs the test build of it.
-export PADDOCK_TESTING=1 PADDOCK_VM_INIT="$vm/vm-test-init"
+export PADDOCK_TESTING=1
 exec "$vm/vm-bench" "$vm/vm-bench-poweroff-init" "$runs"

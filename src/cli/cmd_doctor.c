@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "runtime/ns/ns_probe.h"
+#include "runtime/vm/vm.h"
 
 static void line(const char *what, bool ok, const char *detail, const char *fix)
 {
@@ -73,16 +74,22 @@ static void report_ns(void)
 static void report_vm(void)
 {
 	char p[512];
-	printf("vm backend (QEMU microVM):\n");
+	printf("vm backend (QEMU microVM, own kernel):\n");
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	int api = fd >= 0 ? ioctl(fd, KVM_GET_API_VERSION, 0) : -1;
 	if (fd >= 0)
 		close(fd);
-	line("/dev/kvm", api == KVM_API_VERSION, api == KVM_API_VERSION ? "opens (real guests not yet proven)" : "not usable",
-	     "add yourself to the kvm group, or the vm backend will use TCG (slow)");
-	bool qemu = in_path("qemu-system-x86_64", p, sizeof(p));
-	line("qemu-system-x86_64", qemu, qemu ? p : "not found", "apt-get install qemu-system-x86 qemu-utils");
-	line("vm backend", false, "not built yet", NULL);
+	line("/dev/kvm", api == KVM_API_VERSION, api == KVM_API_VERSION ? "opens (see the accelerator line)" : "not usable",
+	     "add yourself to the kvm group; without KVM the vm backend uses TCG (seconds per boot)");
+	_cleanup_free_ char *home = NULL;
+	_cleanup_strv_ char **lines = store_home(&home, NULL) == 0 ? vm_doctor(home) : NULL;
+	for (size_t i = 0; lines && lines[i]; i++) {
+		bool ok = !startswith(lines[i], "missing");
+		const char *sp = strchr(lines[i], ' ');
+		printf("  %-26s %s  %s\n", "", ok ? "ok  " : "MISSING", sp ? sp + 1 : lines[i]);
+	}
+	printf("  %-26s       -> a missing kernel is fetched through apt on first use; a base image\n"
+	       "  %-26s          comes from scripts/vm-build-rootfs.sh (as root)\n", "", "");
 	printf("\ngvisor backend:\n");
 	bool have = in_path("runsc", p, sizeof(p));
 	line("runsc", have, have ? p : "not found", "apt-get install runsc");

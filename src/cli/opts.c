@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "supervisor/supervisor.h"
 
 enum {
 	OPT_RM = 0x100, OPT_BACKEND, OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_USER,
@@ -71,10 +72,10 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 		return 0;
 	case OPT_RM: o->rm = true; return 0;
 	case OPT_BACKEND:
-		if (!streq(optarg, "ns") && !streq(optarg, "auto"))
-			return cli_usage(verb, "--backend must be ns or auto (vm and gvisor are not built yet), got '%s'", optarg);
+		if (!streq(optarg, "ns") && !streq(optarg, "auto") && !streq(optarg, "vm"))
+			return cli_usage(verb, "--backend must be ns, vm or auto (gvisor is not built yet), got '%s'", optarg);
 		free(s->backend);
-		s->backend = xstrdup("ns");
+		s->backend = xstrdup(optarg);
 		return 0;
 	case 'e':
 		return cli_env_arg(optarg, &s->env) < 0 ? cli_usage(verb, "-e wants KEY=VALUE or KEY, got '%s'", optarg) : 0;
@@ -113,7 +114,7 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts *o)
 {
 	*o = (struct box_opts){.tty = -1, .workspace = NULL};
-	o->spec.backend = xstrdup("ns");
+	o->spec.backend = xstrdup("auto");
 	o->spec.user = xstrdup("agent");
 	o->spec.net.preset = xstrdup("none");
 	o->spec.created = time(NULL);
@@ -126,6 +127,11 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 		int r = one_option(verb, c, o);
 		if (r)
 			return r;
+	}
+	/* auto is decided once, when the box is made: vm where KVM is proven, else ns */
+	if (streq(o->spec.backend, "auto")) {
+		free(o->spec.backend);
+		o->spec.backend = xstrdup(runtime_by_name("auto", NULL)->name);
 	}
 	return 0;
 }

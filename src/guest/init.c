@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "guest/init.h"
+#include "guest/vmboot.h"
 #include "util/fdio.h"
 
 #define STOP_ON_SIGTERM_MS 2000
@@ -336,6 +337,10 @@ static _noreturn_ void init_loop(struct init *in)
 int main(void)
 {
 	static struct init in = {.sigfd = -1};
+	/* only a vm guest starts us as PID 1 without a control fd: stage 1 takes the guest from
+	 * the initramfs to the box's root and opens the control port (vmboot.h) */
+	if (getpid() == 1 && !getenv("PADDOCK_CTL_FD") && vmboot() < 0)
+		return 1;
 	int r = init_setup(&in);
 	if (r < 0) {
 		init_log("cannot start: %s", strerror(-r));

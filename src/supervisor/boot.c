@@ -1,17 +1,40 @@
 /* boot.c — starting a box through its runtime and greeting its paddock-init. */
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "runtime/vm/vm.h"
 #include "supervisor/wsbox.h"
+#include "util/fdio.h"
 #include "util/log.h"
+
+/* Whether this host has proven KVM works for real guests: the vm backend caches the verdict
+ * of its probe boot (src/runtime/vm/accel.c) in $PADDOCK_HOME/cache/kvm-verdict. No verdict
+ * yet, or "broken" (this machine), means no. */
+static bool vm_kvm_proven(void)
+{
+	_cleanup_free_ char *home = NULL, *text = NULL;
+	if (store_home(&home, NULL) < 0)
+		return false;
+	_cleanup_free_ char *path = xasprintf("%s/cache/kvm-verdict", home);
+	if (read_file_at(AT_FDCWD, path, 4096, &text, NULL) < 0)
+		return false;
+	return strstr(text, "\nverdict ok\n") != NULL;
+}
 
 const struct runtime_ops *runtime_by_name(const char *name, pd_err *err)
 {
-	if (!name || streq(name, "ns") || streq(name, "auto"))
+	/* auto: the vm backend only where KVM is proven to work (a TCG guest is secure but takes
+	 * seconds to boot); otherwise namespaces. `--backend vm` forces the vm (TCG if need be). */
+	if (!name || streq(name, "ns"))
 		return &runtime_ns;
-	pd_error_msg(err, EINVAL, "unknown or unavailable backend '%s' (available: ns)", name);
+	if (streq(name, "vm"))
+		return &runtime_vm;
+	if (streq(name, "auto"))
+		return vm_kvm_proven() ? &runtime_vm : &runtime_ns;
+	pd_error_msg(err, EINVAL, "unknown backend '%s' (available: ns, vm, auto)", name);
 	return NULL;
 }
 
@@ -68,6 +91,8 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	if (r < 0)
 		return r;
 	pd_debug("box %s started by %s in %lld ms", spec->name, b.rt->name, (long long)(now_ms() - t0));
+	if (b.rt == &runtime_vm) /* which accelerator, and why, in one line */
+		fprintf(stderr, "paddock: %s\n", vm_box_accel_reason(&b.h));
 	r = greet(b.h.ctl_fd, t0 + SUP_BOOT_TIMEOUT_MS, err);
 	if (r < 0) {
 		box_shutdown(&b, false, 0);
