@@ -113,7 +113,9 @@ static void test_exec_classes(void **state)
 	assert_int_equal(ws_path_exec_class(".git", false), WS_EXEC_GIT_LINK);
 	assert_int_equal(ws_path_exec_class(".git", true), WS_EXEC_NONE);
 	assert_int_equal(ws_path_exec_class(".git/commondir", false), WS_EXEC_GIT_LINK);
-	assert_int_equal(ws_path_exec_class(".git/objects/ab/cdef", false), WS_EXEC_NONE);
+	/* the rest of .git is git data the host trusts: flagged too (apply --branch brings commits) */
+	assert_int_equal(ws_path_exec_class(".git/objects/ab/cdef", false), WS_EXEC_GIT_INTERNAL);
+	assert_int_equal(ws_path_exec_class(".git/refs/heads/main", false), WS_EXEC_GIT_INTERNAL);
 	assert_int_equal(ws_path_exec_class("src/.gitattributes", false), WS_EXEC_GIT_ATTRIBUTES);
 	assert_int_equal(ws_path_exec_class(".gitmodules", false), WS_EXEC_GITMODULES);
 	assert_int_equal(ws_path_exec_class("sub/.envrc", false), WS_EXEC_ENVRC);

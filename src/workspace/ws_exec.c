@@ -112,9 +112,10 @@ enum ws_exec ws_path_exec_class(const char *path, bool is_dir)
 			continue;
 		if (i == n - 1) /* a .git that is not a directory redirects git anywhere */
 			return is_dir ? WS_EXEC_NONE : WS_EXEC_GIT_LINK;
+		/* every path inside a .git is flagged: hooks and config run code, and the rest is data
+		 * the host's git trusts (refs, index, objects); commits come over with --branch */
 		enum ws_exec e = class_in_gitdir(comps + i + 1, n - i - 1);
-		if (e != WS_EXEC_NONE)
-			return e;
+		return e != WS_EXEC_NONE ? e : WS_EXEC_GIT_INTERNAL;
 	}
 	return class_by_name(comps, n, is_dir);
 }

@@ -52,6 +52,7 @@ static const char *const exec_names[WS_EXEC_MAX] = {
 	[WS_EXEC_VSCODE] = "VS Code tasks/settings",
 	[WS_EXEC_DEVCONTAINER] = "devcontainer",
 	[WS_EXEC_IDEA] = "JetBrains workspace",
+	[WS_EXEC_GIT_INTERNAL] = "git internals (use apply --branch)",
 };
 
 const char *ws_exec_str(enum ws_exec e)
