@@ -248,7 +248,8 @@ hold_conns() {
 		rss=$(bench_vmrss_kb "$pid") || rss=-
 		hwm=$(bench_poll_hwm_kb "$pid") || hwm=-
 	else
-		bench_log "the box did not hold $HOLD connections within ${HOLD_TIMEOUT}s: $(tail -n 3 "$out" | tr '\n' ' ')"
+		t1=$(bench_now_ns)
+		bench_log "the box did not hold $HOLD connections (after $(((t1 - t0) / 1000000000)) s, box $(kill -0 "$pid" 2>/dev/null && echo still running || echo gone)): $(tail -n 3 "$out" | tr '\n' ' ')"
 		kill "$pid" 2>/dev/null
 	fi
 	wait "$pid"
