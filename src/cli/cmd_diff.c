@@ -1,4 +1,5 @@
-/* cmd_diff.c — `paddock diff NAME [--stat] [--json] [PATH…]`: what the box changed in its
+/* cmd_diff.c — `paddock diff NAME [--stat] [--json] [PATH…]` (options anywhere; `--` before
+ * paths that start with "-"): what the box changed in its
  * copy of the project. The snapshot it shows is saved; `apply` applies exactly that. */
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,7 +26,7 @@ int cmd_diff(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': stat = true; break;
 		case 'j': json = true; break;

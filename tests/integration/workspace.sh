@@ -40,6 +40,8 @@ t_diff_and_apply() {
 	assert_contains "$stat" "M a.txt"
 	assert_contains "$stat" "A b.txt"
 	assert_contains "$stat" "D src/m.c"
+	# options may follow the name too
+	assert_contains "$(pd diff ws1 --stat)" "M a.txt"
 	pd diff --json ws1 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["changes"])==3, d'
 	pd apply ws1
 	assert_eq "$(cat "$P/a.txt")" "$(printf 'hello\nmore')"
