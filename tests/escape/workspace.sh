@@ -49,7 +49,7 @@ t_host_side_symlink_race_during_apply() {
 	  done ) &
 	local racer=$!
 	pd apply wsx >/dev/null 2>&1 || true
-	wait $racer
+	wait $racer || true # the racer's own last mv may fail; only the canary matters
 	[ -z "$(ls "$C" | grep '^f[0-9]')" ] || fail "apply wrote through a swapped-in symlink"
 	canary_unchanged
 	done_proj
