@@ -57,37 +57,44 @@ int fd_set_cloexec(int fd, bool on)
 	return fcntl(fd, F_SETFD, fl) < 0 ? -errno : 0;
 }
 
+int read_fd_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* sized from fstat for regular files (one allocation, usually), else max + 1 */
+	bool sized = S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max;
+	size_t cap = sized ? (size_t)st.st_size + 1 : max + 1, len = 0;
+	_cleanup_free_ char *buf = xmalloc(cap + 1);
+	for (;;) {
+		if (len == cap && cap <= max) /* grew while we read it */
+			buf = xrealloc(buf, (cap = max + 1) + 1);
+		if (len >= cap)
+			break;
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max)
+		return -EFBIG;
+	buf[len] = '\0';
+	*ret_buf = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
 int read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	size_t cap = 4096, len = 0;
-	_cleanup_free_ char *buf = xmalloc(cap + 1);
-	for (;;) {
-		if (len == cap) {
-			if (cap >= max)
-				return -EFBIG;
-			cap = cap * 2 > max ? max : cap * 2;
-			buf = xrealloc(buf, cap + 1);
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max)
-			return -EFBIG;
-	}
-	buf[len] = '\0';
-	if (ret_len)
-		*ret_len = len;
-	*ret_buf = TAKE_PTR(buf);
-	return 0;
+	return read_fd_all(fd, max, ret_buf, ret_len);
 }
 
 int write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode)

@@ -9,6 +9,8 @@ int fd_write_all(int fd, const void *buf, size_t len);
 int fd_read_exact(int fd, void *buf, size_t len);
 int fd_set_nonblock(int fd, bool on);
 int fd_set_cloexec(int fd, bool on);
+/* Reads all of fd (at most max bytes, NUL-terminated); -EFBIG if there is more. */
+int read_fd_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
 /* Reads a whole (small) file at dirfd/path into a NUL-terminated buffer of at most max bytes;
  * -EFBIG if larger. */
 int read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);

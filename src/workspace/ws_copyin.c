@@ -2,6 +2,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "util/fdio.h"
 #include "ws_copyin.h"
 #include "ws_ignore.h"
 #include "ws_scan.h"
@@ -77,7 +78,7 @@ static char *filtered_config(struct copyin *c, struct ws_entry *e, int fd, size_
 	_cleanup_free_ char *raw = NULL;
 	size_t len = 0;
 	bool changed = false;
-	if (ws_read_fd(fd, GITCONFIG_MAX, &raw, &len) < 0) {
+	if (read_fd_all(fd, GITCONFIG_MAX, &raw, &len) < 0) {
 		ws_notes_add(c->notes, WS_R_CREDENTIALS_REMOVED, e->path, "too large to filter: left out");
 		return NULL;
 	}

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "util/fdio.h"
 #include "ws_diff.h"
 
 struct dlist {
@@ -214,7 +215,7 @@ int ws_content_host_load(void *ud, const struct ws_entry *e, bool from_box, size
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	uint8_t sha[WS_SHA256_LEN];
-	r = ws_read_fd(fd, max, &buf, &len);
+	r = read_fd_all(fd, max, &buf, &len);
 	if (r < 0)
 		return r;
 	ws_sha256(buf, len, sha);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 
+#include "util/fdio.h"
 #include "ws_io.h"
 #include "ws_ignore.h"
 
@@ -142,7 +143,7 @@ int ws_ignore_load(int rootfd, bool defaults, struct ws_ignore **ret, pd_err *er
 	if (r == 0) {
 		_cleanup_free_ char *buf = NULL;
 		size_t len = 0;
-		r = ws_read_fd(fd, IGNORE_FILE_MAX, &buf, &len);
+		r = read_fd_all(fd, IGNORE_FILE_MAX, &buf, &len);
 		if (r == 0)
 			r = ws_ignore_add_text(ig, buf, len);
 	} else if (r == -ENOENT) {

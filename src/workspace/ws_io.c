@@ -120,34 +120,6 @@ int ws_hash_fd(int fd, uint64_t max, uint8_t ret_sha[WS_SHA256_LEN], uint64_t *r
 	return 0;
 }
 
-/* Sized from fstat for regular files (one allocation, usually), else max + 1. */
-int ws_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	bool sized = S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max;
-	size_t cap = sized ? (size_t)st.st_size + 1 : max + 1, len = 0;
-	_cleanup_free_ char *buf = xmalloc(cap + 1);
-	for (;;) {
-		if (len == cap && cap <= max) /* grew while we read it */
-			buf = xrealloc(buf, (cap = max + 1) + 1);
-		ssize_t n = len < cap ? read_some(fd, buf + len, cap - len) : 0;
-		if (n < 0)
-			return (int)n;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > max)
-		return -EFBIG;
-	buf[len] = '\0';
-	*ret_buf = TAKE_PTR(buf);
-	if (ret_len)
-		*ret_len = len;
-	return 0;
-}
-
 int ws_copy_hashed(int in, int out, uint64_t size, uint8_t ret_sha[WS_SHA256_LEN])
 {
 	_cleanup_free_ char *buf = xmalloc(WS_IO_CHUNK);
