@@ -32,18 +32,11 @@ static _noreturn_ void bundle_out(const char *box_dir, bool uncommitted, int out
 	struct rlimit rl = {BUNDLE_MAX, BUNDLE_MAX};
 	setrlimit(RLIMIT_FSIZE, &rl);
 	signal(SIGXFSZ, SIG_IGN);
-	int fd = sup_connect(box_dir, &err);
-	if (fd < 0) {
-		pd_err_print(&err);
-		_exit(125);
-	}
 	char *argv[] = {"sh", "-c", (char *)export_script, "sh", uncommitted ? "1" : "0", NULL};
-	struct session_req req = {.argv = argv, .redirect = true, .in_fd = -1, .out_fd = out_fd,
-				  .err_fd = STDERR_FILENO, .user = "agent"};
-	int status = 125;
-	if (session_run(fd, 1, &req, &status, &err) < 0)
+	int status = session_run_in(box_dir, argv, -1, out_fd, &err);
+	if (status < 0)
 		pd_err_print(&err);
-	_exit(status);
+	_exit(status < 0 ? 125 : status);
 }
 
 static int run_git(char *const *argv)

@@ -32,19 +32,6 @@ static char *box_side(const char *arg, char **ret_path)
 	return TAKE_PTR(name);
 }
 
-/* Runs argv in the box through its supervisor with the given fds; returns its status. */
-static int box_session(const char *box_dir, char **argv, int in_fd, int out_fd, pd_err *err)
-{
-	_cleanup_close_ int fd = sup_connect(box_dir, err);
-	if (fd < 0)
-		return fd;
-	struct session_req req = {.argv = argv, .redirect = true, .in_fd = in_fd, .out_fd = out_fd,
-				  .err_fd = STDERR_FILENO, .user = "agent"};
-	int status;
-	int r = session_run(fd, 1, &req, &status, err);
-	return r < 0 ? r : status;
-}
-
 static int running_box(const char *name, char **ret_dir, pd_err *err)
 {
 	int r = cli_box_dir(name, NULL, ret_dir, err);
@@ -72,7 +59,7 @@ static int copy_out(const char *name, const char *path, const char *hostdir, boo
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		_exit(box_session(dir, argv, -1, p[1], NULL) == 0 ? 0 : 1);
+		_exit(session_run_in(dir, argv, -1, p[1], NULL) == 0 ? 0 : 1);
 	}
 	close(p[1]);
 	struct ws_manifest box = {0}, base = {0};
@@ -160,7 +147,7 @@ static int copy_in(const char *hostpath, const char *name, const char *path, pd_
 		produce(hostpath, p[1]);
 	}
 	close(p[1]);
-	int st = box_session(dir, argv, p[0], STDOUT_FILENO, err);
+	int st = session_run_in(dir, argv, p[0], STDOUT_FILENO, err);
 	close(p[0]);
 	int w = 0;
 	waitpid(pid, &w, 0);

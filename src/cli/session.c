@@ -6,6 +6,7 @@
 #include <termios.h>
 
 #include "cli/session.h"
+#include "supervisor/supervisor.h"
 #include "util/fdio.h"
 
 static int sig_pipe[2] = {-1, -1};
@@ -234,4 +235,16 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
 		return r;
 	*ret_status = p.status;
 	return 0;
+}
+
+int session_run_in(const char *box_dir, char **argv, int in_fd, int out_fd, pd_err *err)
+{
+	_cleanup_close_ int fd = sup_connect(box_dir, err);
+	if (fd < 0)
+		return fd;
+	struct session_req req = {.argv = argv, .redirect = true, .in_fd = in_fd, .out_fd = out_fd,
+				  .err_fd = STDERR_FILENO, .user = "agent"};
+	int status;
+	int r = session_run(fd, 1, &req, &status, err);
+	return r < 0 ? r : status;
 }

@@ -20,3 +20,8 @@ struct session_req {
 /* Runs the session on fd (handshake done). Returns 0 with *ret_status (the command's exit
  * status, 128+N for signal N), or -errno with err filled (then the caller exits 125). */
 int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret_status, pd_err *err);
+
+/* Runs argv as the agent in the running box at box_dir through its supervisor, with in_fd
+ * (-1: none) as stdin, out_fd as stdout and our stderr as its stderr. Returns the command's
+ * status, or -errno with err filled. */
+int session_run_in(const char *box_dir, char **argv, int in_fd, int out_fd, pd_err *err);

@@ -64,18 +64,11 @@ static int open_staging(struct wsnap *s, bool fresh, pd_err *err)
 static _noreturn_ void tar_out(const char *box_dir, int out_fd)
 {
 	pd_err err = {0};
-	int fd = sup_connect(box_dir, &err);
-	if (fd < 0) {
-		pd_err_print(&err);
-		_exit(125);
-	}
 	char *argv[] = {"tar", "-c", "-f", "-", "-C", "/workspace", "--format=pax", ".", NULL};
-	struct session_req req = {.argv = argv, .redirect = true, .in_fd = -1, .out_fd = out_fd,
-				  .err_fd = STDERR_FILENO, .user = "agent"};
-	int status = 125;
-	if (session_run(fd, 1, &req, &status, &err) < 0)
+	int status = session_run_in(box_dir, argv, -1, out_fd, &err);
+	if (status < 0)
 		pd_err_print(&err);
-	_exit(status);
+	_exit(status < 0 ? 125 : status);
 }
 
 static int ingest(struct wsnap *s, int in_fd, pd_err *err)

@@ -24,7 +24,6 @@ int ws_err_path_msg(pd_err *err, int errnum, const char *what, const char *path)
 /* Reads fd to EOF (at most max bytes, else -EFBIG), hashing it. */
 int ws_hash_fd(int fd, uint64_t max, uint8_t ret_sha[WS_SHA256_LEN], uint64_t *ret_size);
 
-
 /* Copies exactly size bytes (-EPIPE on early EOF; more data is ignored) from in to out
  * (out < 0: hash only), hashing exactly the bytes written. */
 int ws_copy_hashed(int in, int out, uint64_t size, uint8_t ret_sha[WS_SHA256_LEN]);
