@@ -408,14 +408,13 @@ static void report_ready(int ready_fd, int r, const pd_err *err)
 	close(ready_fd);
 }
 
-static void save_final_state(struct sup *s, bool clean)
+static void save_final_state(struct sup *s)
 {
 	struct box_state st;
 	store_load_state(s->box_dir, &st);
 	st.status = BOX_STATUS_STOPPED;
 	st.stopped = time(NULL);
 	st.last_exit = s->last_exit;
-	(void)clean;
 	store_save_state(s->box_dir, &st, NULL);
 }
 
@@ -458,7 +457,7 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 	proto_conn_free(&s.init);
 	box_shutdown(&s.box, false, 0);
 	sup_net_stop(net);
-	save_final_state(&s, s.stopping);
+	save_final_state(&s);
 	fprintf(stderr, "paddock supervisor: sandbox %s %s\n", s.spec.name, s.stopping ? "stopped" : "exited");
 	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
 		if (s.clients[i])
