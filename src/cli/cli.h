@@ -32,6 +32,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_image(int argc, char **argv);
 
 /* Prints "paddock VERB: message" and a hint to use --help; returns EXIT_USAGE. */
 int cli_usage(const char *verb, const char *fmt, ...) _printf_(2, 3);

@@ -17,6 +17,7 @@ static const struct verb verbs[] = {
 	{"apply", cmd_apply, "apply a sandbox's changes to the project, safely"},
 	{"cp", cmd_cp, "copy files into or out of a sandbox"},
 	{"profile", cmd_profile, "list and show agent profiles"},
+	{"image", cmd_image, "list, import, pull and remove images"},
 	{"doctor", cmd_doctor, "report what this host supports"},
 	{"system", cmd_system, "host setup (root): delegate cgroups to a user"},
 	{"version", cmd_version, "print the version"},

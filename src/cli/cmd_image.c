@@ -1,0 +1,222 @@
+/* cmd_image.c — `paddock image ls|inspect|rm|gc|import|pull`: the image store
+ * ($PADDOCK_HOME/images, src/image/store.h). */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "image/import.h"
+#include "image/registry.h"
+
+static void image_help(FILE *f)
+{
+	fprintf(f, "Usage: paddock image ls [--json]\n"
+		   "       paddock image inspect IMAGE\n"
+		   "       paddock image rm IMAGE...\n"
+		   "       paddock image gc\n"
+		   "       paddock image import [--name NAME] [--tag TAG] FILE\n"
+		   "       paddock image pull [--name NAME] [--registry-mirror URL] [--ca-file PEM] REF\n\n"
+		   "The image store: content-addressed (sha256) blobs and unpacked trees under\n"
+		   "$PADDOCK_HOME/images. IMAGE is a name (node:22 = docker.io/library/node:22) or a\n"
+		   "digest prefix. import reads a `docker save` tarball or an OCI layout (directory or\n"
+		   "tar); pull speaks the OCI distribution API (linux/amd64 picked from manifest lists,\n"
+		   "anonymous token auth, every digest verified). --registry-mirror (or\n"
+		   "$PADDOCK_REGISTRY_MIRROR) replaces docker.io. rm forgets images; gc removes blobs\n"
+		   "and trees that no image and no existing sandbox uses.\n");
+}
+
+static char *human_size(uint64_t n)
+{
+	static const char units[] = "BKMGT";
+	double v = (double)n;
+	size_t u = 0;
+	while (v >= 1024 && u < sizeof(units) - 2)
+		v /= 1024, u++;
+	return u == 0 ? xasprintf("%lluB", (unsigned long long)n) : xasprintf("%.1f%c", v, units[u]);
+}
+
+static char *human_age(int64_t created)
+{
+	int64_t d = (int64_t)time(NULL) - created;
+	if (d < 0)
+		d = 0;
+	if (d < 120)
+		return xasprintf("%llds ago", (long long)d);
+	if (d < 7200)
+		return xasprintf("%lldm ago", (long long)d / 60);
+	if (d < 2 * 86400)
+		return xasprintf("%lldh ago", (long long)d / 3600);
+	return xasprintf("%lldd ago", (long long)d / 86400);
+}
+
+static int open_store(enum img_lock lock, struct img_store **ret, pd_err *err)
+{
+	_cleanup_free_ char *home = NULL;
+	int r = store_home(&home, err);
+	return r < 0 ? r : img_store_open(home, lock, ret, err);
+}
+
+static int image_ls(bool json)
+{
+	pd_err err = {0};
+	_cleanup_img_store_ struct img_store *s = NULL;
+	struct img_record **v;
+	size_t n;
+	if (open_store(IMG_LOCK_NONE, &s, &err) < 0 || img_record_list(s, &v, &n, &err) < 0)
+		return cli_fail(&err);
+	if (json) {
+		cJSON *a = cJSON_CreateArray();
+		for (size_t i = 0; i < n; i++) {
+			_cleanup_free_ char *j = img_record_to_json(v[i]);
+			cJSON_AddItemToArray(a, cJSON_Parse(j));
+		}
+		char *out = cJSON_Print(a);
+		printf("%s\n", out);
+		cJSON_free(out);
+		cJSON_Delete(a);
+	} else {
+		printf("%-40s %-19s %-8s %-10s %s\n", "NAME", "DIGEST", "SIZE", "CREATED", "CONTENTS");
+		for (size_t i = 0; i < n; i++) {
+			_cleanup_free_ char *size = human_size(v[i]->unpacked ? v[i]->unpacked : v[i]->size);
+			_cleanup_free_ char *age = human_age(v[i]->created);
+			printf("%-40s %.19s %-8s %-10s %s\n", v[i]->name, v[i]->digest, size, age, v[i]->contents);
+		}
+	}
+	img_record_list_free(v, n);
+	return 0;
+}
+
+static int image_inspect(const char *what)
+{
+	pd_err err = {0};
+	_cleanup_img_store_ struct img_store *s = NULL;
+	_cleanup_img_record_ struct img_record *r = NULL;
+	if (open_store(IMG_LOCK_NONE, &s, &err) < 0 || img_record_find(s, what, &r, &err) < 0)
+		return cli_fail(&err);
+	_cleanup_free_ char *j = img_record_to_json(r);
+	cJSON *o = cJSON_Parse(j);
+	_cleanup_free_ char *rootfs = img_rootfs_path(s, r->config);
+	cJSON_AddStringToObject(o, "rootfs", img_rootfs_exists(s, r->config) ? rootfs : "");
+	_cleanup_free_ char *cfg = NULL;
+	size_t len;
+	if (img_blob_read(s, r->config, OCI_CONFIG_MAX, &cfg, &len, NULL) == 0)
+		cJSON_AddItemToObject(o, "imageConfig", cJSON_Parse(cfg));
+	char *out = cJSON_Print(o);
+	printf("%s\n", out);
+	cJSON_free(out);
+	cJSON_Delete(o);
+	return 0;
+}
+
+static int print_gc(struct img_store *s, pd_err *err)
+{
+	struct img_gc_stats st;
+	int r = img_gc(s, &st, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *bytes = human_size(st.bytes);
+	printf("removed %llu blob%s (%s), %llu unpacked tree%s\n", (unsigned long long)st.blobs,
+	       st.blobs == 1 ? "" : "s", bytes, (unsigned long long)st.rootfs, st.rootfs == 1 ? "" : "s");
+	return 0;
+}
+
+static int image_rm(int argc, char **argv)
+{
+	pd_err err = {0};
+	int rc = 0;
+	{
+		_cleanup_img_store_ struct img_store *s = NULL;
+		if (open_store(IMG_LOCK_SHARED, &s, &err) < 0)
+			return cli_fail(&err);
+		for (int i = 0; i < argc; i++) {
+			_cleanup_img_record_ struct img_record *r = NULL;
+			if (img_record_find(s, argv[i], &r, &err) < 0 || img_record_remove(s, r->name, &err) < 0) {
+				rc = cli_fail(&err);
+				continue;
+			}
+			printf("removed %s\n", r->name);
+		}
+	}
+	/* what the removed images alone used goes now; boxes still using a tree keep it */
+	_cleanup_img_store_ struct img_store *s = NULL;
+	if (open_store(IMG_LOCK_EXCLUSIVE, &s, &err) < 0 || print_gc(s, &err) < 0)
+		return cli_fail(&err);
+	return rc;
+}
+
+static int image_gc(void)
+{
+	pd_err err = {0};
+	_cleanup_img_store_ struct img_store *s = NULL;
+	if (open_store(IMG_LOCK_EXCLUSIVE, &s, &err) < 0 || print_gc(s, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}
+
+static void print_added(const struct img_record *r)
+{
+	_cleanup_free_ char *size = human_size(r->unpacked);
+	printf("%s %s (%s, %s)\n", r->name, r->digest, r->contents, size);
+}
+
+static int image_add(const char *verb, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"name", required_argument, NULL, 'n'},
+		{"tag", required_argument, NULL, 't'},
+		{"registry-mirror", required_argument, NULL, 'm'},
+		{"ca-file", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	bool pull = streq(verb, "pull");
+	struct img_import_opts io = {.progress = stderr};
+	struct img_pull_opts po = {.progress = stderr};
+	optind = 1;
+	for (int c; (c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1;) {
+		if (c == 'n')
+			io.name = po.name = optarg;
+		else if (c == 't' && !pull)
+			io.tag = optarg;
+		else if (c == 'm' && pull)
+			po.mirror = optarg;
+		else if (c == 'c' && pull)
+			po.ca_file = optarg;
+		else if (c == 'h')
+			return image_help(stdout), 0;
+		else
+			return cli_usage("image", "option not understood by image %s", verb);
+	}
+	if (optind != argc - 1)
+		return cli_usage("image", "image %s takes one %s", verb, pull ? "REF" : "FILE");
+	pd_err err = {0};
+	_cleanup_img_store_ struct img_store *s = NULL;
+	_cleanup_img_record_ struct img_record *r = NULL;
+	if (open_store(IMG_LOCK_SHARED, &s, &err) < 0)
+		return cli_fail(&err);
+	int q = pull ? img_pull(s, argv[optind], &po, &r, &err) : img_import(s, argv[optind], &io, &r, &err);
+	if (q < 0)
+		return cli_fail(&err);
+	print_added(r);
+	return 0;
+}
+
+int cmd_image(int argc, char **argv)
+{
+	if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
+		image_help(argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	const char *sub = argv[1];
+	if (streq(sub, "ls") && (argc == 2 || (argc == 3 && streq(argv[2], "--json"))))
+		return image_ls(argc == 3);
+	if (streq(sub, "inspect") && argc == 3)
+		return image_inspect(argv[2]);
+	if (streq(sub, "rm") && argc >= 3)
+		return image_rm(argc - 2, argv + 2);
+	if (streq(sub, "gc") && argc == 2)
+		return image_gc();
+	if (streq(sub, "import") || streq(sub, "pull"))
+		return image_add(sub, argc - 1, argv + 1);
+	return cli_usage("image", "usage: paddock image ls|inspect|rm|gc|import|pull (see --help)");
+}

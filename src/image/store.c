@@ -1,0 +1,275 @@
+/* store.c — the image store's directory, its lock and its content-addressed blobs (store.h). */
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "image/store.h"
+#include "util/fdio.h"
+
+static const char *const store_dirs[] = {"blobs", "blobs/sha256", "rootfs", "records", "uses", "tmp"};
+
+void img_store_close(struct img_store *s)
+{
+	if (!s)
+		return;
+	if (s->lockfd >= 0)
+		close(s->lockfd);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	free(s->home);
+	free(s->dir);
+	free(s);
+}
+
+static int take_lock(struct img_store *s, enum img_lock lock, pd_err *err)
+{
+	if (lock == IMG_LOCK_NONE)
+		return 0;
+	s->lockfd = openat(s->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s->lockfd < 0)
+		return pd_error(err, errno, "cannot open %s/lock", s->dir);
+	int op = lock == IMG_LOCK_EXCLUSIVE ? LOCK_EX : LOCK_SH;
+	while (flock(s->lockfd, op) < 0)
+		if (errno != EINTR)
+			return pd_error(err, errno, "cannot lock the image store %s", s->dir);
+	return 0;
+}
+
+int img_store_open(const char *home, enum img_lock lock, struct img_store **ret, pd_err *err)
+{
+	struct img_store *s = xcalloc(1, sizeof(*s));
+	_cleanup_(img_store_closep) struct img_store *guard = s;
+	s->dirfd = s->lockfd = -1;
+	s->home = xstrdup(home);
+	s->dir = xasprintf("%s/images", home);
+	int r = mkdir_p(s->dir, 0700);
+	if (r < 0)
+		return pd_error(err, r, "cannot create %s", s->dir);
+	s->dirfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (s->dirfd < 0)
+		return pd_error(err, errno, "cannot open %s", s->dir);
+	for (size_t i = 0; i < ARRAY_SIZE(store_dirs); i++)
+		if (mkdirat(s->dirfd, store_dirs[i], 0700) < 0 && errno != EEXIST)
+			return pd_error(err, errno, "cannot create %s/%s", s->dir, store_dirs[i]);
+	r = take_lock(s, lock, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(guard);
+	return 0;
+}
+
+/* ---- hashing ---- */
+
+static void hex_digest(const unsigned char *md, char ret[OCI_DIGEST_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	memcpy(ret, "sha256:", 7);
+	for (int i = 0; i < 32; i++) {
+		ret[7 + 2 * i] = hex[md[i] >> 4];
+		ret[8 + 2 * i] = hex[md[i] & 15];
+	}
+	ret[OCI_DIGEST_LEN] = '\0';
+}
+
+void img_sha256_digest(const void *buf, size_t len, char ret[OCI_DIGEST_LEN + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	if (!EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+		abort(); /* sha256 in memory cannot fail short of allocation failure */
+	hex_digest(md, ret);
+}
+
+/* ---- blobs ---- */
+
+char *img_blob_relpath(const char *digest)
+{
+	return xasprintf("blobs/sha256/%s", digest + 7);
+}
+
+bool img_blob_exists(struct img_store *s, const char *digest)
+{
+	if (!oci_digest_valid(digest))
+		return false;
+	_cleanup_free_ char *p = img_blob_relpath(digest);
+	struct stat st;
+	return fstatat(s->dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+int img_blob_open(struct img_store *s, const char *digest, pd_err *err)
+{
+	if (!oci_digest_valid(digest))
+		return pd_error_msg(err, EINVAL, "not a sha256 digest: %.80s", digest);
+	_cleanup_free_ char *p = img_blob_relpath(digest);
+	int fd = openat(s->dirfd, p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return pd_error(err, errno, "cannot open blob %s", digest);
+	return fd;
+}
+
+struct img_blob_writer {
+	struct img_store *s;
+	char *tmp;          /* relative to the store */
+	int fd;
+	EVP_MD_CTX *md;
+	uint64_t size, max;
+};
+
+void img_blob_writer_abort(struct img_blob_writer *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->tmp)
+		unlinkat(w->s->dirfd, w->tmp, 0);
+	EVP_MD_CTX_free(w->md);
+	free(w->tmp);
+	free(w);
+}
+
+int img_blob_writer_new(struct img_store *s, uint64_t max, struct img_blob_writer **ret, pd_err *err)
+{
+	struct img_blob_writer *w = xcalloc(1, sizeof(*w));
+	w->s = s;
+	w->max = max;
+	w->fd = -1;
+	_cleanup_free_ char *full = xasprintf("%s/tmp/blob-XXXXXX", s->dir);
+	w->fd = mkostemp(full, O_CLOEXEC);
+	if (w->fd < 0) {
+		int e = errno;
+		img_blob_writer_abort(w);
+		return pd_error(err, e, "cannot create a temporary blob in %s/tmp", s->dir);
+	}
+	w->tmp = xstrdup(full + strlen(s->dir) + 1);
+	w->md = EVP_MD_CTX_new();
+	if (!w->md || !EVP_DigestInit_ex(w->md, EVP_sha256(), NULL)) {
+		img_blob_writer_abort(w);
+		return pd_error_msg(err, ENOMEM, "cannot initialise sha256");
+	}
+	*ret = w;
+	return 0;
+}
+
+int img_blob_writer_write(struct img_blob_writer *w, const void *buf, size_t len, pd_err *err)
+{
+	if (len > w->max - w->size)
+		return pd_error_msg(err, EFBIG, "blob larger than %llu bytes", (unsigned long long)w->max);
+	w->size += len;
+	if (!EVP_DigestUpdate(w->md, buf, len))
+		return pd_error_msg(err, EIO, "sha256 update failed");
+	int r = fd_write_all(w->fd, buf, len);
+	return r < 0 ? pd_error(err, r, "cannot write %s/%s", w->s->dir, w->tmp) : 0;
+}
+
+int img_blob_writer_commit(struct img_blob_writer *w, const char *expect_digest, uint64_t expect_size,
+			   char ret_digest[OCI_DIGEST_LEN + 1], uint64_t *ret_size, pd_err *err)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	char digest[OCI_DIGEST_LEN + 1];
+	int r = 0;
+	if (!EVP_DigestFinal_ex(w->md, md, &mdlen) || mdlen != 32)
+		r = pd_error_msg(err, EIO, "sha256 final failed");
+	if (r == 0) {
+		hex_digest(md, digest);
+		/* the one check that makes a registry or an archive unable to slip other bytes in */
+		if (expect_digest && !streq(digest, expect_digest))
+			r = pd_error_msg(err, EBADMSG, "digest mismatch: expected %s, got %s (%llu bytes); refusing the content",
+					 expect_digest, digest, (unsigned long long)w->size);
+		else if (expect_digest && expect_size != UINT64_MAX && w->size != expect_size)
+			r = pd_error_msg(err, EBADMSG, "size mismatch for %s: expected %llu bytes, got %llu",
+					 expect_digest, (unsigned long long)expect_size, (unsigned long long)w->size);
+	}
+	if (r == 0 && fsync(w->fd) < 0)
+		r = pd_error(err, errno, "cannot sync %s/%s", w->s->dir, w->tmp);
+	_cleanup_free_ char *dst = r == 0 ? img_blob_relpath(digest) : NULL;
+	if (r == 0 && fchmod(w->fd, 0644) < 0)
+		r = pd_error(err, errno, "cannot chmod %s/%s", w->s->dir, w->tmp);
+	if (r == 0 && renameat(w->s->dirfd, w->tmp, w->s->dirfd, dst) < 0)
+		r = pd_error(err, errno, "cannot store blob %s", digest);
+	if (r == 0) {
+		free(w->tmp);
+		w->tmp = NULL; /* renamed: nothing to unlink */
+		if (ret_digest)
+			memcpy(ret_digest, digest, sizeof(digest));
+		if (ret_size)
+			*ret_size = w->size;
+	}
+	img_blob_writer_abort(w);
+	return r;
+}
+
+int img_blob_put_stream(struct img_store *s, img_read_fn rd, void *ctx, const char *expect_digest,
+			uint64_t expect_size, char ret_digest[OCI_DIGEST_LEN + 1], uint64_t *ret_size, pd_err *err)
+{
+	struct img_blob_writer *w;
+	int r = img_blob_writer_new(s, OCI_BLOB_SIZE_MAX, &w, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *buf = xmalloc(1 << 17);
+	for (;;) {
+		ssize_t n = rd(ctx, buf, 1 << 17, err);
+		if (n < 0) {
+			img_blob_writer_abort(w);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		if ((r = img_blob_writer_write(w, buf, (size_t)n, err)) < 0) {
+			img_blob_writer_abort(w);
+			return r;
+		}
+	}
+	return img_blob_writer_commit(w, expect_digest, expect_size, ret_digest, ret_size, err);
+}
+
+static ssize_t read_fd(void *ctx, void *buf, size_t len, pd_err *err)
+{
+	for (;;) {
+		ssize_t n = read(*(int *)ctx, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return pd_error(err, errno, "cannot read blob content");
+	}
+}
+
+int img_blob_put_fd(struct img_store *s, int fd, const char *expect_digest, uint64_t expect_size,
+		    char ret_digest[OCI_DIGEST_LEN + 1], uint64_t *ret_size, pd_err *err)
+{
+	return img_blob_put_stream(s, read_fd, &fd, expect_digest, expect_size, ret_digest, ret_size, err);
+}
+
+int img_blob_put_buf(struct img_store *s, const void *buf, size_t len, const char *expect_digest,
+		     char ret_digest[OCI_DIGEST_LEN + 1], pd_err *err)
+{
+	struct img_blob_writer *w;
+	int r = img_blob_writer_new(s, OCI_BLOB_SIZE_MAX, &w, err);
+	if (r == 0 && (r = img_blob_writer_write(w, buf, len, err)) < 0)
+		img_blob_writer_abort(w);
+	return r < 0 ? r : img_blob_writer_commit(w, expect_digest, len, ret_digest, NULL, err);
+}
+
+int img_blob_read(struct img_store *s, const char *digest, size_t max, char **ret_buf,
+		  size_t *ret_len, pd_err *err)
+{
+	_cleanup_close_ int fd = img_blob_open(s, digest, err);
+	if (fd < 0)
+		return fd;
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r = read_fd_all(fd, max, &buf, &len);
+	if (r < 0)
+		return pd_error(err, r, "cannot read blob %s", digest);
+	char got[OCI_DIGEST_LEN + 1];
+	img_sha256_digest(buf, len, got);
+	if (!streq(got, digest))
+		return pd_error_msg(err, EBADMSG, "stored blob %s is corrupt (hashes to %s); run 'paddock image gc' and fetch it again",
+				    digest, got);
+	*ret_buf = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}

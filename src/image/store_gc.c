@@ -1,0 +1,206 @@
+/* store_gc.c — unpacked trees (rootfs/), boxes' uses of them, and garbage collection
+ * (store.h). */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "image/layer.h"
+#include "image/store.h"
+#include "util/fdio.h"
+
+char *img_rootfs_path(struct img_store *s, const char *config_digest)
+{
+	return xasprintf("%s/rootfs/%s", s->dir, config_digest + 7);
+}
+
+bool img_rootfs_exists(struct img_store *s, const char *config_digest)
+{
+	_cleanup_free_ char *p = xasprintf("rootfs/%s", config_digest + 7);
+	struct stat st;
+	return fstatat(s->dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int apply_layers(struct img_store *s, int rootfd, char *const *layers, uint64_t *ret_bytes,
+			pd_err *err)
+{
+	struct layer_options o;
+	layer_options_default(&o);
+	uint64_t bytes = 0;
+	for (size_t i = 0; layers && layers[i]; i++) {
+		_cleanup_close_ int fd = img_blob_open(s, layers[i], err);
+		if (fd < 0)
+			return fd;
+		struct layer_stats st;
+		int r = layer_apply_fd(rootfd, fd, &o, &st, err);
+		if (r < 0)
+			return pd_err_prefix(err, "layer %zu (%.19s)", i + 1, layers[i]);
+		bytes += st.bytes;
+	}
+	*ret_bytes = bytes;
+	return 0;
+}
+
+int img_rootfs_unpack(struct img_store *s, const char *config_digest, char *const *layers,
+		      uint64_t *ret_unpacked, pd_err *err)
+{
+	_cleanup_free_ char *tmp = xasprintf("%s/tmp/rootfs-XXXXXX", s->dir);
+	if (!mkdtemp(tmp))
+		return pd_error(err, errno, "cannot create a directory in %s/tmp", s->dir);
+	uint64_t bytes = 0;
+	int r = 0;
+	{
+		_cleanup_close_ int rootfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (rootfd < 0)
+			r = pd_error(err, errno, "cannot open %s", tmp);
+		if (r == 0 && fchmod(rootfd, 0755) < 0)
+			r = pd_error(err, errno, "cannot chmod %s", tmp);
+		if (r == 0)
+			r = apply_layers(s, rootfd, layers, &bytes, err);
+	}
+	_cleanup_free_ char *dst = img_rootfs_path(s, config_digest);
+	if (r == 0 && rename(tmp, dst) < 0 && errno != EEXIST && errno != ENOTEMPTY)
+		r = pd_error(err, errno, "cannot move the unpacked image to %s", dst);
+	/* failure, or another process unpacked the same image first: ours goes */
+	rm_rf(tmp);
+	if (r == 0 && ret_unpacked)
+		*ret_unpacked = bytes;
+	return r;
+}
+
+int img_use(struct img_store *s, const char *box, const struct img_record *r, char **ret_rootfs,
+	    pd_err *err)
+{
+	/* a file name under uses/: the box store's names are stricter still */
+	if (!*box || strlen(box) > 63 || strchr(box, '/') || box[0] == '.')
+		return pd_error_msg(err, EINVAL, "invalid box name '%s'", box);
+	if (!img_rootfs_exists(s, r->config)) {
+		int q = img_rootfs_unpack(s, r->config, r->layers, NULL, err);
+		if (q < 0)
+			return pd_err_prefix(err, "cannot unpack %s", r->name);
+	}
+	_cleanup_free_ char *p = xasprintf("uses/%s", box);
+	int q = write_file_atomic_at(s->dirfd, p, r->config, strlen(r->config), 0644);
+	if (q < 0)
+		return pd_error(err, q, "cannot record that %s uses %s", box, r->name);
+	*ret_rootfs = img_rootfs_path(s, r->config);
+	return 0;
+}
+
+/* ---- gc ---- */
+
+struct keep {
+	char **blobs, **trees;  /* hex names */
+};
+
+static bool strv_has(char *const *v, const char *s)
+{
+	for (; v && *v; v++)
+		if (streq(*v, s))
+			return true;
+	return false;
+}
+
+static void keep_record(struct keep *k, const struct img_record *r)
+{
+	k->blobs = strv_append(k->blobs, r->digest + 7);
+	k->blobs = strv_append(k->blobs, r->config + 7);
+	for (char **l = r->layers; l && *l; l++)
+		k->blobs = strv_append(k->blobs, *l + 7);
+	k->trees = strv_append(k->trees, r->config + 7);
+}
+
+/* uses/BOX keeps its tree while the box exists; a use whose box is gone is dropped */
+static int keep_uses(struct img_store *s, struct keep *k, struct img_gc_stats *st, pd_err *err)
+{
+	int fd = openat(s->dirfd, "uses", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return pd_error(err, errno, "cannot open %s/uses", s->dir);
+	_cleanup_closedir_ DIR *d = fdopendir(fd);
+	if (!d)
+		return close(fd), pd_error(err, errno, "cannot list %s/uses", s->dir);
+	for (struct dirent *de; (de = readdir(d));) {
+		if (de->d_name[0] == '.')
+			continue;
+		/* the box store's layout (supervisor/store.h), which this module does not link */
+		_cleanup_free_ char *box = xasprintf("%s/boxes/%s", s->home, de->d_name);
+		_cleanup_free_ char *buf = NULL;
+		if (access(box, F_OK) < 0 && errno == ENOENT) {
+			unlinkat(dirfd(d), de->d_name, 0);
+			st->uses++;
+			continue;
+		}
+		if (read_file_at(dirfd(d), de->d_name, 128, &buf, NULL) < 0 || !oci_digest_valid(buf)) {
+			/* unreadable: keep every tree rather than guess (refuse, do not degrade) */
+			return pd_error_msg(err, EINVAL, "%s/uses/%s is unreadable; remove it or the box first",
+					    s->dir, de->d_name);
+		}
+		k->trees = strv_append(k->trees, buf + 7);
+	}
+	return 0;
+}
+
+/* Removes entries of dir not in keep; for blobs counts their bytes. */
+static int sweep(struct img_store *s, const char *dir, char *const *keep, bool trees, struct img_gc_stats *st,
+		 pd_err *err)
+{
+	int fd = openat(s->dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return pd_error(err, errno, "cannot open %s/%s", s->dir, dir);
+	_cleanup_closedir_ DIR *d = fdopendir(fd);
+	if (!d)
+		return close(fd), pd_error(err, errno, "cannot list %s/%s", s->dir, dir);
+	int r = 0;
+	for (struct dirent *de; (de = readdir(d));) {
+		if (streq(de->d_name, ".") || streq(de->d_name, "..") || (keep && strv_has(keep, de->d_name)))
+			continue;
+		struct stat sb;
+		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		_cleanup_free_ char *full = xasprintf("%s/%s/%s", s->dir, dir, de->d_name);
+		int q = rm_rf(full);
+		if (q < 0 && r == 0)
+			r = pd_error(err, q, "cannot remove %s", full);
+		if (q < 0)
+			continue;
+		if (!keep)
+			st->tmp++;
+		else if (trees)
+			st->rootfs++;
+		else {
+			st->blobs++;
+			st->bytes += (uint64_t)sb.st_size;
+		}
+	}
+	return r;
+}
+
+int img_gc(struct img_store *s, struct img_gc_stats *ret, pd_err *err)
+{
+	if (s->lockfd < 0)
+		return pd_error_msg(err, EINVAL, "image gc needs the store's exclusive lock");
+	struct img_gc_stats st = {0};
+	struct keep k = {0};
+	struct img_record **v;
+	size_t n;
+	int r = img_record_list(s, &v, &n, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		keep_record(&k, v[i]);
+	img_record_list_free(v, n);
+	/* empty vectors still mean "keep nothing", not "no filter" */
+	k.blobs = strv_append(k.blobs, ".");
+	k.trees = strv_append(k.trees, ".");
+	r = keep_uses(s, &k, &st, err);
+	if (r == 0)
+		r = sweep(s, "blobs/sha256", k.blobs, false, &st, err);
+	if (r == 0)
+		r = sweep(s, "rootfs", k.trees, true, &st, err);
+	/* writers hold the shared lock: with the exclusive one, tmp/ is nobody's */
+	if (r == 0)
+		r = sweep(s, "tmp", NULL, false, &st, err);
+	strv_free(k.blobs);
+	strv_free(k.trees);
+	if (ret)
+		*ret = st;
+	return r;
+}

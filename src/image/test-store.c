@@ -1,0 +1,254 @@
+/* test-store.c — the image store: blobs verified on entry, records round-trip, lookups, the
+ * docker-save / OCI layout import of generated archives, gc keeping what is referenced. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "image/import.h"
+#include "image/registry.h"
+#include "util/fdio.h"
+
+static char *tmp_home(void)
+{
+	char *d = xstrdup("/tmp/pd-test-store-XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static int count_dir(struct img_store *s, const char *dir)
+{
+	_cleanup_free_ char *p = xasprintf("%s/%s", s->dir, dir);
+	_cleanup_closedir_ DIR *d = opendir(p);
+	int n = 0;
+	for (struct dirent *de; d && (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	return n;
+}
+
+static void test_blob_verified(void **state)
+{
+	_cleanup_free_ char *home = tmp_home();
+	struct img_store *s;
+	pd_err err = {0};
+	char d[OCI_DIGEST_LEN + 1], want[OCI_DIGEST_LEN + 1];
+	assert_int_equal(img_store_open(home, IMG_LOCK_SHARED, &s, &err), 0);
+	img_sha256_digest("hello", 5, want);
+	assert_string_equal(want, "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+	assert_int_equal(img_blob_put_buf(s, "hello", 5, want, d, &err), 0);
+	assert_string_equal(d, want);
+	assert_true(img_blob_exists(s, want));
+	/* other bytes under a digest: refused, nothing stored, nothing left in tmp/ */
+	char other[OCI_DIGEST_LEN + 1];
+	img_sha256_digest("other", 5, other);
+	assert_int_equal(img_blob_put_buf(s, "hellO", 5, other, NULL, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "digest mismatch"));
+	assert_false(img_blob_exists(s, other));
+	assert_int_equal(count_dir(s, "tmp"), 0);
+	/* a stored blob that rotted is caught on read */
+	_cleanup_free_ char *p = xasprintf("%s/blobs/sha256/%s", s->dir, want + 7);
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, p, "jello", 5, 0644), 0);
+	char *buf;
+	assert_int_equal(img_blob_read(s, want, 100, &buf, NULL, &err), -EBADMSG);
+	img_store_close(s);
+	rm_rf(home);
+}
+
+static struct img_record *sample(const char *name, const char *seed)
+{
+	struct img_record *r = xcalloc(1, sizeof(*r));
+	r->name = xstrdup(name);
+	img_sha256_digest(seed, strlen(seed), r->digest);
+	_cleanup_free_ char *c = xasprintf("%s-config", seed), *l = xasprintf("%s-layer", seed);
+	img_sha256_digest(c, strlen(c), r->config);
+	char d[OCI_DIGEST_LEN + 1];
+	img_sha256_digest(l, strlen(l), d);
+	r->layers = strv_append(NULL, d);
+	r->size = 1234;
+	r->unpacked = 99999;
+	r->created = 1700000000;
+	r->source = xstrdup("import x.tar");
+	r->contents = xstrdup("linux/amd64, 1 layer");
+	return r;
+}
+
+static void test_record_json(void **state)
+{
+	_cleanup_img_record_ struct img_record *r = sample("docker.io/library/node:22", "a");
+	_cleanup_free_ char *j = img_record_to_json(r);
+	struct img_record *back = NULL;
+	pd_err err = {0};
+	assert_int_equal(img_record_from_json(j, strlen(j), &back, &err), 0);
+	assert_string_equal(back->name, r->name);
+	assert_string_equal(back->digest, r->digest);
+	assert_string_equal(back->config, r->config);
+	assert_string_equal(back->layers[0], r->layers[0]);
+	assert_null(back->layers[1]);
+	assert_int_equal(back->size, 1234);
+	assert_int_equal(back->unpacked, 99999);
+	assert_int_equal(back->created, 1700000000);
+	assert_string_equal(back->contents, r->contents);
+	img_record_free(back);
+	static const char *bad[] = {
+		"{\"name\":\"x\",\"digest\":\"sha256:zz\",\"config\":\"sha256:zz\",\"layers\":[]}",
+		"{\"name\":\"x\"}",
+		"[1]",
+		"{\"name\":\"x\",\"name\":\"y\"}",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		back = NULL;
+		assert_true(img_record_from_json(bad[i], strlen(bad[i]), &back, &err) < 0);
+		assert_null(back);
+	}
+}
+
+static void test_record_find(void **state)
+{
+	_cleanup_free_ char *home = tmp_home();
+	struct img_store *s;
+	pd_err err = {0};
+	assert_int_equal(img_store_open(home, IMG_LOCK_SHARED, &s, &err), 0);
+	_cleanup_img_record_ struct img_record *a = sample("docker.io/library/node:22", "a");
+	_cleanup_img_record_ struct img_record *b = sample("localhost/x:latest", "b");
+	assert_int_equal(img_record_save(s, a, &err), 0);
+	assert_int_equal(img_record_save(s, b, &err), 0);
+	struct img_record **v;
+	size_t n;
+	assert_int_equal(img_record_list(s, &v, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0]->name, "docker.io/library/node:22"); /* sorted */
+	img_record_list_free(v, n);
+	struct img_record *f = NULL;
+	assert_int_equal(img_record_find(s, "node:22", &f, &err), 0); /* normalised */
+	assert_string_equal(f->name, a->name);
+	img_record_free(f);
+	char prefix[20];
+	snprintf(prefix, sizeof(prefix), "%.12s", b->digest + 7);
+	assert_int_equal(img_record_find(s, prefix, &f, &err), 0); /* by digest prefix */
+	assert_string_equal(f->name, b->name);
+	img_record_free(f);
+	assert_int_equal(img_record_find(s, "node:23", &f, &err), -ENOENT);
+	assert_int_equal(img_record_remove(s, a->name, &err), 0);
+	assert_int_equal(img_record_find(s, "node:22", &f, &err), -ENOENT);
+	img_store_close(s);
+	rm_rf(home);
+}
+
+/* gc drops what nothing refers to and keeps trees of images and of boxes that still exist */
+static void test_gc(void **state)
+{
+	_cleanup_free_ char *home = tmp_home();
+	struct img_store *s;
+	pd_err err = {0};
+	assert_int_equal(img_store_open(home, IMG_LOCK_EXCLUSIVE, &s, &err), 0);
+	_cleanup_img_record_ struct img_record *kept = sample("localhost/kept:1", "k");
+	_cleanup_img_record_ struct img_record *gone = sample("localhost/gone:1", "g");
+	_cleanup_img_record_ struct img_record *used = sample("localhost/used:1", "u");
+	char d[OCI_DIGEST_LEN + 1];
+	/* blobs whose content hashes to the sample digests are not needed: gc looks at names */
+	struct img_record *all[] = {kept, gone, used};
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
+		const char *names[] = {all[i]->digest, all[i]->config, all[i]->layers[0]};
+		for (size_t k = 0; k < 3; k++) {
+			_cleanup_free_ char *p = xasprintf("%s/blobs/sha256/%s", s->dir, names[k] + 7);
+			assert_int_equal(write_file_atomic_at(AT_FDCWD, p, "x", 1, 0644), 0);
+		}
+		_cleanup_free_ char *t = img_rootfs_path(s, all[i]->config);
+		assert_int_equal(mkdir(t, 0755), 0);
+		assert_int_equal(img_record_save(s, all[i], &err), 0);
+	}
+	char *rootfs = NULL;
+	_cleanup_free_ char *boxdir = xasprintf("%s/boxes/b1", home);
+	assert_int_equal(mkdir_p(boxdir, 0700), 0);
+	assert_int_equal(img_use(s, "b1", used, &rootfs, &err), 0);
+	free(rootfs);
+	assert_int_equal(img_use(s, "b2", gone, &rootfs, &err), 0); /* box b2 never existed */
+	free(rootfs);
+	img_sha256_digest("stray", 5, d);
+	assert_int_equal(img_record_remove(s, gone->name, &err), 0);
+	assert_int_equal(img_record_remove(s, used->name, &err), 0);
+	struct img_gc_stats st;
+	assert_int_equal(img_gc(s, &st, &err), 0);
+	assert_int_equal(st.blobs, 6);      /* gone's three and used's three blobs */
+	assert_int_equal(st.rootfs, 1);     /* gone's tree; used's stays for box b1 */
+	assert_int_equal(st.uses, 1);       /* b2's stale use */
+	assert_true(img_rootfs_exists(s, kept->config));
+	assert_true(img_rootfs_exists(s, used->config));
+	assert_false(img_rootfs_exists(s, gone->config));
+	assert_true(img_blob_exists(s, kept->layers[0]));
+	/* the box goes: its tree goes with the next gc */
+	assert_int_equal(rm_rf(boxdir), 0);
+	assert_int_equal(img_gc(s, &st, &err), 0);
+	assert_int_equal(st.rootfs, 1);
+	assert_false(img_rootfs_exists(s, used->config));
+	img_store_close(s);
+	/* gc needs the exclusive lock */
+	assert_int_equal(img_store_open(home, IMG_LOCK_NONE, &s, &err), 0);
+	assert_int_equal(img_gc(s, &st, &err), -EINVAL);
+	img_store_close(s);
+	rm_rf(home);
+}
+
+static void test_base_url(void **state)
+{
+	pd_err err = {0};
+	char *u;
+	assert_true(img_registry_is_loopback("localhost:5000"));
+	assert_true(img_registry_is_loopback("127.0.0.1:5000"));
+	assert_true(img_registry_is_loopback("[::1]:5000"));
+	assert_true(img_registry_is_loopback("localhost"));
+	assert_false(img_registry_is_loopback("localhost.evil.com"));
+	assert_false(img_registry_is_loopback("127.0.0.1.evil.com"));
+	assert_false(img_registry_is_loopback("ghcr.io"));
+	u = img_registry_base_url("docker.io", NULL, &err);
+	assert_string_equal(u, "https://registry-1.docker.io");
+	free(u);
+	u = img_registry_base_url("docker.io", "http://127.0.0.1:5000/", &err);
+	assert_string_equal(u, "http://127.0.0.1:5000");
+	free(u);
+	u = img_registry_base_url("ghcr.io", "http://127.0.0.1:5000", &err);
+	assert_string_equal(u, "https://ghcr.io"); /* mirrors stand in for docker.io only */
+	free(u);
+	u = img_registry_base_url("127.0.0.1:5000", NULL, &err);
+	assert_string_equal(u, "http://127.0.0.1:5000");
+	free(u);
+	assert_null(img_registry_base_url("docker.io", "http://mirror.example.com", &err));
+	assert_null(img_registry_base_url("docker.io", "ftp://x", &err));
+	assert_null(img_registry_base_url("docker.io", "https://", &err));
+	u = img_registry_base_url("docker.io", "https://mirror.example.com", &err);
+	assert_string_equal(u, "https://mirror.example.com");
+	free(u);
+}
+
+static void test_default_name(void **state)
+{
+	char *n;
+	n = img_import_default_name("node:22", "x:1", "/a/b.tar", NULL);
+	assert_string_equal(n, "docker.io/library/node:22");
+	free(n);
+	n = img_import_default_name(NULL, "busybox:latest", "/a/b.tar", NULL);
+	assert_string_equal(n, "docker.io/library/busybox:latest");
+	free(n);
+	n = img_import_default_name(NULL, NULL, "/a/My_Image.oci.tar", "v1");
+	assert_string_equal(n, "localhost/my-image:v1");
+	free(n);
+	n = img_import_default_name(NULL, NULL, "/a/layout/", NULL);
+	assert_non_null(n);
+	free(n);
+	assert_null(img_import_default_name("Bad Name", NULL, "/a/b.tar", NULL));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_blob_verified),
+		cmocka_unit_test(test_record_json),
+		cmocka_unit_test(test_record_find),
+		cmocka_unit_test(test_gc),
+		cmocka_unit_test(test_base_url),
+		cmocka_unit_test(test_default_name),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,215 @@
+#!/bin/bash
+# tests/integration/image.sh — the image store: import (docker save, OCI layout), pull from a
+# registry started here on loopback (anonymous, token auth, redirects, a mirror), layers
+# applied right (whiteouts, opaque dirs, hard links) and safely (../, absolute symlinks),
+# digests verified, ls/inspect/rm/gc, concurrent use.
+. "$(dirname "$0")/../lib.sh"
+REG=$(cd "$(dirname "$0")/../registry" && pwd)
+
+mk() { python3 "$REG/mkimage.py" "$@"; }
+rootfs_of() { pd image inspect "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rootfs"])'; }
+blob_count() { find "$PADDOCK_HOME/images/blobs/sha256" -type f | wc -l; }
+
+# start_registry LAYOUT [registry.py options]: sets PORT and REG_PID; stopped by the EXIT trap
+start_registry() {
+	local layout=$1; shift
+	rm -f "$PADDOCK_HOME/port"
+	python3 "$REG/registry.py" "$layout" "$PADDOCK_HOME/port" --log "$PADDOCK_HOME/reg.log" "$@" &
+	REG_PID=$!
+	trap 'kill $REG_PID 2>/dev/null || true; pd_cleanup_home' EXIT
+	for _ in $(seq 100); do [ -s "$PADDOCK_HOME/port" ] && break; sleep 0.05; done
+	PORT=$(cat "$PADDOCK_HOME/port")
+}
+
+# the two layers of mkimage.py applied: whiteout, opaque dir, hard link, modes
+check_tree() {
+	local r=$1
+	assert_eq "$(cat "$r/etc/hello")" "hello from layer 1"
+	[ ! -e "$r/etc/gone" ] || fail "whiteout not applied: etc/gone exists"
+	assert_eq "$(ls "$r/olddir" | tr '\n' ' ')" "new " "opaque dir keeps only layer 2's entries"
+	assert_eq "$(cat "$r/keep/x")" "x"
+	assert_eq "$(stat -c %i "$r/etc/hello2")" "$(stat -c %i "$r/etc/hello-link")" "hard link"
+	assert_eq "$(stat -c %a "$r/bin/script")" "750"
+	[ ! -e "$r/etc/.wh.gone" ] && [ ! -e "$r/olddir/.wh..wh..opq" ] || fail "whiteout markers left in the tree"
+}
+
+t_import_docker_save() {
+	mk docker-save "$PADDOCK_HOME/app.tar"
+	pd image import "$PADDOCK_HOME/app.tar"
+	local ls
+	ls=$(pd image ls)
+	assert_contains "$ls" "docker.io/test/app:v1"
+	assert_contains "$ls" "linux/amd64, 2 layers"
+	check_tree "$(rootfs_of test/app:v1)"
+}
+
+t_import_oci_layout_dir_and_tar() {
+	mk layout "$PADDOCK_HOME/lay" --gzip
+	pd image import --name local/lay:1 "$PADDOCK_HOME/lay"
+	check_tree "$(rootfs_of local/lay:1)"
+	# the amd64 entry of the index was picked (listed after arm64)
+	local want
+	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["amd64"])' "$PADDOCK_HOME/lay/digests.json")
+	assert_eq "$(pd image inspect local/lay:1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')" "$want"
+	(cd "$PADDOCK_HOME/lay" && tar cf ../lay.tar .)
+	pd image import --tag v1 "$PADDOCK_HOME/lay.tar"
+	assert_contains "$(pd image ls)" "localhost/lay:v1"
+}
+
+t_import_refuses_dotdot_layer() {
+	mk docker-save "$PADDOCK_HOME/evil.tar" --evil dotdot
+	local out
+	out=$(pd image import "$PADDOCK_HOME/evil.tar" 2>&1) && fail "import of a ../ layer succeeded"
+	assert_contains "$out" '".."'
+	[ ! -e "$PADDOCK_HOME/escaped-dotdot" ] && [ ! -e "$PADDOCK_HOME/images/escaped-dotdot" ] || fail "file escaped"
+	assert_eq "$(pd image ls | wc -l)" "1" "no record"
+	assert_eq "$(ls -A "$PADDOCK_HOME/images/tmp")" "" "nothing half-built left"
+	assert_eq "$(ls -A "$PADDOCK_HOME/images/rootfs")" ""
+}
+
+t_import_refuses_write_through_absolute_symlink() {
+	mkdir "$PADDOCK_HOME/target"
+	mk layout "$PADDOCK_HOME/evil" --evil abs-symlink --escape-target "$PADDOCK_HOME/target"
+	assert_status 125 pd image import "$PADDOCK_HOME/evil"
+	assert_eq "$(ls -A "$PADDOCK_HOME/target")" "" "host directory unchanged"
+	assert_eq "$(ls -A "$PADDOCK_HOME/images/rootfs")" ""
+}
+
+t_import_device_node_neutralised() {
+	mk layout "$PADDOCK_HOME/dev" --evil device
+	pd image import --name local/dev:1 "$PADDOCK_HOME/dev"
+	local r
+	r=$(rootfs_of local/dev:1)
+	if [ "$(id -u)" != 0 ]; then
+		[ ! -e "$r/dev-null-copy" ] || fail "an ordinary user's import created a device node"
+	else
+		# root may keep it: trees are only ever mounted nodev inside boxes
+		[ ! -e "$r/dev-null-copy" ] || [ -c "$r/dev-null-copy" ] || fail "device entry became something else"
+	fi
+}
+
+t_import_refuses_tampered_oci_blob() {
+	mk layout "$PADDOCK_HOME/lay"
+	local layer
+	layer=$(ls -S "$PADDOCK_HOME/lay/blobs/sha256" | head -1)
+	printf 'X' | dd of="$PADDOCK_HOME/lay/blobs/sha256/$layer" bs=1 seek=200 conv=notrunc 2>/dev/null
+	local out
+	out=$(pd image import "$PADDOCK_HOME/lay" 2>&1) && fail "tampered layout imported"
+	assert_contains "$out" "digest mismatch"
+	assert_eq "$(pd image ls | wc -l)" "1"
+}
+
+t_pull_manifest_list_anonymous() {
+	mk layout "$PADDOCK_HOME/lay"
+	start_registry "$PADDOCK_HOME/lay"
+	pd image pull "127.0.0.1:$PORT/test/app:v1"
+	check_tree "$(rootfs_of "127.0.0.1:$PORT/test/app:v1")"
+	local want
+	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["amd64"])' "$PADDOCK_HOME/lay/digests.json")
+	assert_contains "$(pd image ls --json)" "\"digest\":	\"$want\""
+	# a second pull fetches only the manifest (everything else is cached by digest)
+	: >"$PADDOCK_HOME/reg.log"
+	pd image pull "127.0.0.1:$PORT/test/app:v1"
+	assert_not_contains "$(cat "$PADDOCK_HOME/reg.log")" "/blobs/"
+}
+
+t_pull_token_auth_and_redirect() {
+	mk layout "$PADDOCK_HOME/lay"
+	start_registry "$PADDOCK_HOME/lay" --auth --redirect
+	pd image pull "127.0.0.1:$PORT/test/app:single"
+	local log
+	log=$(cat "$PADDOCK_HOME/reg.log")
+	assert_contains "$log" "GET /token?service=test-registry&scope=repository%3Atest%2Fapp%3Apull"
+	assert_contains "$log" "GET /v2/test/app/manifests/single auth=yes"
+	assert_contains "$log" "GET /direct/"
+	check_tree "$(rootfs_of "127.0.0.1:$PORT/test/app:single")"
+}
+
+t_pull_refuses_digest_mismatch() {
+	mk layout "$PADDOCK_HOME/lay"
+	start_registry "$PADDOCK_HOME/lay" --corrupt
+	local out
+	out=$(pd image pull "127.0.0.1:$PORT/test/app:v1" 2>&1) && fail "corrupt layer accepted"
+	assert_contains "$out" "digest mismatch"
+	assert_eq "$(pd image ls | wc -l)" "1" "no record"
+	assert_eq "$(ls -A "$PADDOCK_HOME/images/tmp")" "" "no partial blob left"
+	assert_eq "$(ls -A "$PADDOCK_HOME/images/rootfs")" ""
+}
+
+t_pull_through_mirror() {
+	mk layout "$PADDOCK_HOME/lay"
+	start_registry "$PADDOCK_HOME/lay"
+	pd image pull --registry-mirror "http://127.0.0.1:$PORT" test/app:v1
+	PADDOCK_REGISTRY_MIRROR="http://127.0.0.1:$PORT" pd image pull --name mirrored/app:1 docker.io/test/app:single
+	assert_contains "$(pd image ls)" "docker.io/test/app:v1"
+	assert_contains "$(pd image ls)" "docker.io/mirrored/app:1"
+	# plain http to a mirror off loopback is refused
+	assert_status 125 pd image pull --registry-mirror http://mirror.example.com test/app:v1
+}
+
+t_pull_unknown_tag_and_no_registry() {
+	mk layout "$PADDOCK_HOME/lay"
+	start_registry "$PADDOCK_HOME/lay"
+	local out
+	out=$(pd image pull "127.0.0.1:$PORT/test/app:nope" 2>&1) && fail "unknown tag pulled"
+	assert_contains "$out" "HTTP 404"
+	kill "$REG_PID"; wait "$REG_PID" 2>/dev/null || true
+	assert_status 125 pd image pull "127.0.0.1:$PORT/test/app:v1"
+}
+
+t_ls_inspect_rm_gc() {
+	mk docker-save "$PADDOCK_HOME/app.tar"
+	pd image import "$PADDOCK_HOME/app.tar"
+	pd image import --name other/app:2 "$PADDOCK_HOME/app.tar"
+	pd image ls --json | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+assert [i["name"] for i in v] == ["docker.io/other/app:2", "docker.io/test/app:v1"], v
+assert all(i["unpacked"] > 0 and i["size"] > 0 and len(i["layers"]) == 2 for i in v), v'
+	local digest
+	digest=$(pd image inspect test/app:v1 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["imageConfig"]["os"]=="linux"; print(d["digest"])')
+	# both names share blobs and the tree: removing one keeps them (the archive's loose files,
+	# like manifest.json, were never referenced and go)
+	local layers
+	layers=$(pd image inspect test/app:v1 | python3 -c 'import json,sys; print(" ".join(l[7:] for l in json.load(sys.stdin)["layers"]))')
+	assert_contains "$(pd image rm other/app:2)" "0 unpacked trees"
+	for l in $layers; do [ -f "$PADDOCK_HOME/images/blobs/sha256/$l" ] || fail "shared layer removed"; done
+	pd image inspect "${digest:7:12}" >/dev/null
+	assert_contains "$(pd image rm "${digest:7:12}")" "1 unpacked tree"
+	assert_eq "$(blob_count)" "0"
+	assert_status 125 pd image inspect test/app:v1
+	assert_status 125 pd image rm nothing:here
+	assert_status 2 pd image frobnicate
+}
+
+t_gc_keeps_trees_of_existing_boxes() {
+	mk docker-save "$PADDOCK_HOME/app.tar"
+	pd image import "$PADDOCK_HOME/app.tar"
+	local cfg
+	cfg=$(pd image inspect test/app:v1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["config"])')
+	# what `run --image` records for a box (image store's uses/BOX), for a box that exists
+	mkdir -p "$PADDOCK_HOME/boxes/b1"
+	printf '%s' "$cfg" >"$PADDOCK_HOME/images/uses/b1"
+	pd image rm test/app:v1
+	[ -d "$PADDOCK_HOME/images/rootfs/${cfg:7}" ] || fail "tree of an existing box removed"
+	rmdir "$PADDOCK_HOME/boxes/b1"
+	pd image gc
+	[ ! -e "$PADDOCK_HOME/images/rootfs/${cfg:7}" ] || fail "tree of a removed box kept"
+	[ ! -e "$PADDOCK_HOME/images/uses/b1" ] || fail "stale use kept"
+}
+
+t_concurrent_imports_and_gc() {
+	mk docker-save "$PADDOCK_HOME/app.tar"
+	local i pids=()
+	for i in 1 2 3 4; do
+		pd image import --name "par/app:$i" "$PADDOCK_HOME/app.tar" >/dev/null 2>&1 & pids+=($!)
+		pd image gc >/dev/null & pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || fail "a concurrent import or gc failed"; done
+	assert_eq "$(pd image ls | grep -c par/app)" "4"
+	for i in 1 2 3 4; do check_tree "$(rootfs_of "par/app:$i")"; done
+	pd image gc
+	check_tree "$(rootfs_of par/app:1)"
+}
+
+run_tests
