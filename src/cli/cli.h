@@ -56,6 +56,7 @@ struct box_opts {
 	struct box_spec spec;
 	const char *workspace;  /* copy | ro | rw | none; NULL = default (copy, see opts.c) */
 	const char *project;    /* -w DIR */
+	const char *image;      /* --image REF: the root is this image's tree (cmd_image.c) */
 	int tty;                /* -t = 1, -T = 0, default -1 (auto) */
 	bool rm;
 	bool help;
@@ -64,6 +65,14 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 /* Resolves the workspace into binds and the default workdir. */
 int cli_apply_workspace(struct box_opts *o, pd_err *err);
 char *cli_random_name(const char *prefix);
+
+/* Opens the image store of this user, with root's owner shift set (cmd_image.c). */
+struct img_store;
+enum img_lock;
+int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err);
+/* --image: finds the image (unpacking it if gc took its tree), records that box spec->name
+ * uses it, and sets spec->image and spec->rootfs. */
+int cli_image_for_box(const char *image, struct box_spec *spec, pd_err *err);
 
 /* Opens the store and the box directory of NAME (which must exist). */
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err);

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "image/import.h"
 #include "image/registry.h"
+#include "runtime/ns/ns_idmap.h"
 
 static void image_help(FILE *f)
 {
@@ -49,11 +50,56 @@ static char *human_age(int64_t created)
 	return xasprintf("%lldd ago", (long long)d / 86400);
 }
 
-static int open_store(enum img_lock lock, struct img_store **ret, pd_err *err)
+/* Where inside id 0 of this caller's boxes lives on the host (0 when not root). */
+static int owner_shift(bool gid, uint32_t *ret, pd_err *err)
+{
+	struct ns_idmaps m;
+	*ret = 0;
+	if (geteuid() != 0)
+		return 0; /* an ordinary user unpacks as itself (layer.h: unprivileged) */
+	int r = ns_idmaps_for_caller(&m, err);
+	if (r < 0)
+		return r;
+	const struct ns_idmap *map = gid ? &m.gid : &m.uid;
+	for (size_t i = 0; i < map->n; i++)
+		if (map->e[i].inside == 0)
+			*ret = map->e[i].outside;
+	return 0;
+}
+
+int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err)
 {
 	_cleanup_free_ char *home = NULL;
+	struct img_store *s;
 	int r = store_home(&home, err);
-	return r < 0 ? r : img_store_open(home, lock, ret, err);
+	if (r < 0 || (r = img_store_open(home, lock, &s, err)) < 0)
+		return r;
+	if ((r = owner_shift(false, &s->uid_shift, err)) < 0 || (r = owner_shift(true, &s->gid_shift, err)) < 0) {
+		img_store_close(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+
+int cli_image_for_box(const char *image, struct box_spec *spec, pd_err *err)
+{
+	_cleanup_img_store_ struct img_store *s = NULL;
+	_cleanup_img_record_ struct img_record *r = NULL;
+	_cleanup_free_ char *dir = NULL;
+	int q = cli_image_store(IMG_LOCK_SHARED, &s, err);
+	if (q < 0 || (q = img_record_find(s, image, &r, err)) < 0)
+		return q;
+	/* the box name is checked free first: a use recorded under a taken name would replace
+	 * that box's own (two creations racing for one name is the remaining window) */
+	dir = xasprintf("%s/boxes/%s", s->home, spec->name);
+	if (access(dir, F_OK) == 0)
+		return pd_error_msg(err, EEXIST, "a sandbox named '%s' exists", spec->name);
+	if ((q = img_use(s, spec->name, r, &spec->rootfs, err)) < 0)
+		return q;
+	spec->image = xstrdup(r->name);
+	return 0;
 }
 
 static int image_ls(bool json)
@@ -62,7 +108,7 @@ static int image_ls(bool json)
 	_cleanup_img_store_ struct img_store *s = NULL;
 	struct img_record **v;
 	size_t n;
-	if (open_store(IMG_LOCK_NONE, &s, &err) < 0 || img_record_list(s, &v, &n, &err) < 0)
+	if (cli_image_store(IMG_LOCK_NONE, &s, &err) < 0 || img_record_list(s, &v, &n, &err) < 0)
 		return cli_fail(&err);
 	if (json) {
 		cJSON *a = cJSON_CreateArray();
@@ -91,7 +137,7 @@ static int image_inspect(const char *what)
 	pd_err err = {0};
 	_cleanup_img_store_ struct img_store *s = NULL;
 	_cleanup_img_record_ struct img_record *r = NULL;
-	if (open_store(IMG_LOCK_NONE, &s, &err) < 0 || img_record_find(s, what, &r, &err) < 0)
+	if (cli_image_store(IMG_LOCK_NONE, &s, &err) < 0 || img_record_find(s, what, &r, &err) < 0)
 		return cli_fail(&err);
 	_cleanup_free_ char *j = img_record_to_json(r);
 	cJSON *o = cJSON_Parse(j);
@@ -126,7 +172,7 @@ static int image_rm(int argc, char **argv)
 	int rc = 0;
 	{
 		_cleanup_img_store_ struct img_store *s = NULL;
-		if (open_store(IMG_LOCK_SHARED, &s, &err) < 0)
+		if (cli_image_store(IMG_LOCK_SHARED, &s, &err) < 0)
 			return cli_fail(&err);
 		for (int i = 0; i < argc; i++) {
 			_cleanup_img_record_ struct img_record *r = NULL;
@@ -139,7 +185,7 @@ static int image_rm(int argc, char **argv)
 	}
 	/* what the removed images alone used goes now; boxes still using a tree keep it */
 	_cleanup_img_store_ struct img_store *s = NULL;
-	if (open_store(IMG_LOCK_EXCLUSIVE, &s, &err) < 0 || print_gc(s, &err) < 0)
+	if (cli_image_store(IMG_LOCK_EXCLUSIVE, &s, &err) < 0 || print_gc(s, &err) < 0)
 		return cli_fail(&err);
 	return rc;
 }
@@ -148,7 +194,7 @@ static int image_gc(void)
 {
 	pd_err err = {0};
 	_cleanup_img_store_ struct img_store *s = NULL;
-	if (open_store(IMG_LOCK_EXCLUSIVE, &s, &err) < 0 || print_gc(s, &err) < 0)
+	if (cli_image_store(IMG_LOCK_EXCLUSIVE, &s, &err) < 0 || print_gc(s, &err) < 0)
 		return cli_fail(&err);
 	return 0;
 }
@@ -192,7 +238,7 @@ static int image_add(const char *verb, int argc, char **argv)
 	pd_err err = {0};
 	_cleanup_img_store_ struct img_store *s = NULL;
 	_cleanup_img_record_ struct img_record *r = NULL;
-	if (open_store(IMG_LOCK_SHARED, &s, &err) < 0)
+	if (cli_image_store(IMG_LOCK_SHARED, &s, &err) < 0)
 		return cli_fail(&err);
 	int q = pull ? img_pull(s, argv[optind], &po, &r, &err) : img_import(s, argv[optind], &io, &r, &err);
 	if (q < 0)

@@ -11,6 +11,8 @@
 static const char box_options_help[] =
 	"  -n, --name NAME        name the sandbox (default: a generated name)\n"
 	"      --backend ns|auto  how the box is built (default: auto = ns for now)\n"
+	"      --image IMAGE      the box's root is this image (paddock image ls) instead of the\n"
+	"                         host's read-only view\n"
 	"  -e, --env K[=V]        set K in the box (a bare K forwards the host's value)\n"
 	"      --memory SIZE      memory limit (default 2G), e.g. 512M\n"
 	"      --cpus N           CPU limit, e.g. 1.5 (default: no limit)\n"
@@ -157,6 +159,8 @@ int cmd_run(int argc, char **argv)
 		return cli_usage("run", "%s", err.msg);
 	}
 	r = store_home(&home, &err);
+	if (r == 0 && o.image)
+		r = cli_image_for_box(o.image, &o.spec, &err);
 	if (r == 0)
 		r = o.rm ? run_in_process(&o, home, cmd, &err) : run_persistent(&o, home, cmd, &err);
 	box_spec_free(&o.spec);
@@ -193,6 +197,8 @@ int cmd_create(int argc, char **argv)
 		return cli_usage("create", "%s", err.msg);
 	}
 	r = store_home(&home, &err);
+	if (r == 0 && o.image)
+		r = cli_image_for_box(o.image, &o.spec, &err);
 	_cleanup_free_ char *dir = r == 0 ? store_box_dir(home, o.spec.name) : NULL;
 	if (r == 0)
 		r = store_create(home, &o.spec, &err);

@@ -8,7 +8,7 @@
 
 enum {
 	OPT_RM = 0x100, OPT_BACKEND, OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_USER,
-	OPT_WORKSPACE, OPT_HELP, OPT_NET, OPT_ALLOW, OPT_DENY, OPT_RESOLVE,
+	OPT_WORKSPACE, OPT_IMAGE, OPT_HELP, OPT_NET, OPT_ALLOW, OPT_DENY, OPT_RESOLVE,
 };
 
 static const struct option box_options[] = {
@@ -24,6 +24,7 @@ static const struct option box_options[] = {
 	{"volume", required_argument, NULL, 'v'},
 	{"workdir", required_argument, NULL, 'w'},
 	{"workspace", required_argument, NULL, OPT_WORKSPACE},
+	{"image", required_argument, NULL, OPT_IMAGE},
 	{"tty", no_argument, NULL, 't'},
 	{"no-tty", no_argument, NULL, 'T'},
 	{"help", no_argument, NULL, OPT_HELP},
@@ -94,6 +95,9 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 		s->n_binds++;
 		return 0;
 	case 'w': o->project = optarg; return 0;
+	case OPT_IMAGE:
+		o->image = optarg;
+		return 0;
 	case OPT_WORKSPACE:
 		if (!streq(optarg, "none") && !streq(optarg, "ro") && !streq(optarg, "rw") && !streq(optarg, "copy"))
 			return cli_usage(verb, "--workspace must be copy, ro, rw or none, got '%s'", optarg);

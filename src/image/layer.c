@@ -97,11 +97,28 @@ static struct timespec entry_mtime(struct archive_entry *e)
 				  .tv_nsec = archive_entry_mtime_nsec(e) };
 }
 
+/* An owner from the tar, moved by the shift (ids beyond the box's range become its nobody). */
+static uint32_t shifted_id(la_int64_t id, uint32_t shift)
+{
+	if (!shift)
+		return (uint32_t)id;
+	return shift + (id >= 0 && id < LAYER_SHIFT_SPAN ? (uint32_t)id : LAYER_SHIFT_SPAN - 2);
+}
+
+static uid_t entry_uid(struct applier *ap, struct archive_entry *e)
+{
+	return (uid_t)shifted_id(archive_entry_uid(e), ap->o.uid_shift);
+}
+
+static gid_t entry_gid(struct applier *ap, struct archive_entry *e)
+{
+	return (gid_t)shifted_id(archive_entry_gid(e), ap->o.gid_shift);
+}
+
 /* Owner (privileged only; before chmod, which chown would undo), mode, xattrs. */
 static int apply_meta_fd(struct applier *ap, int fd, struct archive_entry *e, bool dir)
 {
-	if (ap->o.privileged &&
-	    fchown(fd, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e)) < 0)
+	if (ap->o.privileged && fchown(fd, entry_uid(ap, e), entry_gid(ap, e)) < 0)
 		return fail_errno(ap, -errno, "cannot set owner");
 	if (fchmod(fd, entry_mode(ap, e, dir)) < 0)
 		return fail_errno(ap, -errno, "cannot set mode");
@@ -113,8 +130,8 @@ static int apply_meta_fd(struct applier *ap, int fd, struct archive_entry *e, bo
 static int apply_meta_at(struct applier *ap, int dirfd, const char *name,
 			 struct archive_entry *e, bool chmod_too)
 {
-	if (ap->o.privileged && fchownat(dirfd, name, (uid_t)archive_entry_uid(e),
-					 (gid_t)archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) < 0)
+	if (ap->o.privileged && fchownat(dirfd, name, entry_uid(ap, e), entry_gid(ap, e),
+					 AT_SYMLINK_NOFOLLOW) < 0)
 		return fail_errno(ap, -errno, "cannot set owner");
 	if (chmod_too && fchmodat(dirfd, name, entry_mode(ap, e, false), AT_SYMLINK_NOFOLLOW) < 0)
 		return fail_errno(ap, -errno, "cannot set mode");

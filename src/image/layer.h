@@ -31,12 +31,16 @@
 #define LAYER_ENTRIES_MAX_DEFAULT 1000000
 #define LAYER_DEPTH_MAX_DEFAULT 128
 #define LAYER_XATTR_VALUE_MAX (64 * 1024)
+#define LAYER_SHIFT_SPAN 65536
 
 struct layer_options {
 	bool privileged;       /* apply owners, keep setuid/setgid, create device nodes */
 	uint64_t max_bytes;    /* file data (and apparent sizes) of the whole layer */
 	uint64_t max_entries;
 	unsigned max_depth;    /* path components of one entry */
+	/* privileged only: owners land at shift + id (ids 0..65535; others become shift+65534),
+	 * the way a box's user namespace maps them (root's boxes never see host uid 0) */
+	uint32_t uid_shift, gid_shift;
 };
 
 struct layer_stats {

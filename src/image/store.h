@@ -21,6 +21,9 @@ struct img_store {
 	char *dir;       /* $PADDOCK_HOME/images */
 	int dirfd;
 	int lockfd;      /* holds the store lock (shared or exclusive), or -1 */
+	/* owners of unpacked files when unpacking as root: shift + the image's id, so trees
+	 * appear inside root's boxes as the image says (layer.h); 0 = as in the image */
+	uint32_t uid_shift, gid_shift;
 };
 
 enum img_lock {

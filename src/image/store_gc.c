@@ -24,6 +24,8 @@ static int apply_layers(struct img_store *s, int rootfd, char *const *layers, ui
 {
 	struct layer_options o;
 	layer_options_default(&o);
+	o.uid_shift = s->uid_shift;
+	o.gid_shift = s->gid_shift;
 	uint64_t bytes = 0;
 	for (size_t i = 0; layers && layers[i]; i++) {
 		_cleanup_close_ int fd = img_blob_open(s, layers[i], err);

@@ -28,6 +28,9 @@ struct box_config {
 	uint64_t disk;     /* bytes for the box's writable layer, 0 = default */
 	struct box_bind *binds;
 	size_t n_binds;
+	/* Images (issue 6): an image's unpacked tree (image/store.h) used read-only as the root's
+	 * lower layer, or NULL for the backend's default (ns: the host view). */
+	char *rootfs;
 	/* Tests force a layer to fail (fail-closed checks): a comma-separated list of layer
 	 * names taken from $PADDOCK_TEST_FAIL_LAYER only when PADDOCK_TESTING=1 is set. */
 	const char *test_fail_layer;

@@ -35,6 +35,8 @@ void box_spec_free(struct box_spec *s)
 	free(s->workdir);
 	free(s->workspace);
 	free(s->project);
+	free(s->image);
+	free(s->rootfs);
 	free(s->net.preset);
 	strv_free(s->net.allow);
 	strv_free(s->net.deny);
@@ -123,6 +125,10 @@ char *box_spec_to_json(const struct box_spec *s)
 	cJSON_AddStringToObject(o, "workspace", s->workspace ? s->workspace : "none");
 	if (s->project)
 		cJSON_AddStringToObject(o, "project", s->project);
+	if (s->image && s->rootfs) {
+		cJSON_AddStringToObject(o, "image", s->image);
+		cJSON_AddStringToObject(o, "rootfs", s->rootfs);
+	}
 	cJSON *net = cJSON_AddObjectToObject(o, "net");
 	cJSON_AddStringToObject(net, "preset", s->net.preset ? s->net.preset : "none");
 	json_add_strv(net, "allow", s->net.allow);
@@ -210,6 +216,10 @@ int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 		s.workspace = xstrdup(jstr(o, "workspace") ? jstr(o, "workspace") : "none");
 		if (jstr(o, "project"))
 			s.project = xstrdup(jstr(o, "project"));
+		if (jstr(o, "image") && jstr(o, "rootfs") && jstr(o, "rootfs")[0] == '/') {
+			s.image = xstrdup(jstr(o, "image"));
+			s.rootfs = xstrdup(jstr(o, "rootfs"));
+		}
 		r = spec_net_from_json(cJSON_GetObjectItemCaseSensitive(o, "net"), &s.net);
 		const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env"), *e;
 		cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) s.env = strv_append(s.env, e->valuestring);
@@ -367,6 +377,7 @@ void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct 
 		.disk = s->disk,
 		.binds = s->binds,
 		.n_binds = s->n_binds,
+		.rootfs = s->rootfs,
 		/* every box built from a stored spec gets the fail-closed network (preset "none"
 		 * by default); only hand-built specs without a preset (unit tests) go without */
 		.network = s->net.preset != NULL,

@@ -36,6 +36,9 @@ struct box_spec {
 	/* workspace (issue 3): how the project appears inside */
 	char *workspace;      /* "none" | "ro" | "rw" | "copy" */
 	char *project;        /* absolute host path of the project, or NULL */
+	/* image (issue 6): the box's root is this image's tree instead of the host view */
+	char *image;          /* the image's name, or NULL */
+	char *rootfs;         /* its unpacked tree (image/store.h), or NULL */
 	/* network (issue 4): the egress policy of this box */
 	struct box_net {
 		char *preset;     /* "none" | "balanced" | "open" */

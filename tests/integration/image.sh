@@ -212,4 +212,47 @@ t_concurrent_imports_and_gc() {
 	check_tree "$(rootfs_of par/app:1)"
 }
 
+# an image with a static busybox as /bin/busybox
+mk_bb() { mk layout "$PADDOCK_HOME/bb" --add-file /bin/busybox:/bin/busybox "$@"; pd image import --name local/bb:1 "$PADDOCK_HOME/bb"; }
+bb_run() { pd run --rm -T --workspace none --image local/bb:1 "$@"; }
+
+t_run_from_image_root_is_the_image() {
+	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
+	mk_bb
+	local out r
+	out=$(bb_run -- /bin/busybox sh -c 'cat /etc/hello; ls /olddir; [ -e /usr/bin/env ] && echo HOSTUSR; echo changed >/tmp/t; cat /tmp/t; echo $0')
+	assert_contains "$out" "hello from layer 1"
+	assert_contains "$out" "new"
+	assert_contains "$out" "changed"
+	assert_not_contains "$out" "HOSTUSR"
+	# as root inside, writes go to the box's layer, never to the stored tree
+	if pd_root_available; then
+		out=$(bb_run --user root -- /bin/busybox sh -c 'echo box >/etc/hello && rm /etc/hello2 && cat /etc/hello')
+		assert_eq "$out" "box"
+	fi
+	r=$(rootfs_of local/bb:1)
+	assert_eq "$(cat "$r/etc/hello")" "hello from layer 1"
+	[ -e "$r/etc/hello2" ] || fail "box removed a file of the stored tree"
+	assert_status 125 pd run --rm --image nope:1 -- true
+}
+
+t_run_from_image_skeleton_symlinks_do_not_reach_the_host() {
+	mkdir -m 0700 "$PADDOCK_HOME/target"
+	mk_bb --symlink "tmp:$PADDOCK_HOME/target" --symlink "home:$PADDOCK_HOME/target" --symlink "etc/passwd:$PADDOCK_HOME/target/passwd"
+	bb_run -- /bin/busybox sh -c 'echo x >/tmp/escape; ls -ld /tmp /home' || true
+	assert_eq "$(ls -A "$PADDOCK_HOME/target")" "" "nothing written into the host directory"
+	assert_eq "$(stat -c %a "$PADDOCK_HOME/target")" "700" "host directory mode unchanged"
+}
+
+t_image_of_a_box_survives_rm_and_gc() {
+	mk_bb
+	pd create --workspace none --image local/bb:1 imgbox >/dev/null
+	pd image rm local/bb:1
+	pd image gc
+	assert_eq "$(pd exec imgbox -- /bin/busybox cat /keep/x)" "x"
+	pd rm -f imgbox
+	assert_contains "$(pd image gc)" "1 unpacked tree"
+	assert_eq "$(ls -A "$PADDOCK_HOME/images/rootfs")" ""
+}
+
 run_tests

@@ -14,6 +14,7 @@ Options:
                                      absolute host path then a file through it; a device node)
   --escape-target PATH               the absolute path abs-symlink points at
   --add-file SRC:DEST                put a host file into layer 1 (e.g. a static binary)
+  --symlink NAME:TARGET              put a symlink into layer 1 (e.g. tmp:/some/host/dir)
   --big-mb N                         add an N MiB file (layer 1), for benchmarks
   --gzip                             compress layers (OCI layout only)
 """
@@ -87,6 +88,9 @@ def layer1(args):
             for i in range(1, len(parts)):
                 add_dir(t, "/".join(parts[:i]))
             add_file(t, dest.strip("/"), data, mode=os.stat(src).st_mode & 0o7777)
+        for spec in args.symlink or []:
+            name, target = spec.split(":", 1)
+            add_link(t, name, target)
         if args.big_mb:
             ti = tarfile.TarInfo("big/data")
             ti.size = args.big_mb << 20
@@ -217,6 +221,7 @@ def main():
     ap.add_argument("--evil", choices=["dotdot", "abs-symlink", "device"])
     ap.add_argument("--escape-target")
     ap.add_argument("--add-file", action="append")
+    ap.add_argument("--symlink", action="append")
     ap.add_argument("--big-mb", type=int, default=0)
     ap.add_argument("--gzip", action="store_true")
     args = ap.parse_args()

@@ -91,6 +91,7 @@ struct ns_plan {
 	char shm_opts[64];
 	const struct box_bind *binds;
 	size_t n_binds;
+	const char *rootfs;       /* an image's tree as the root's lower layer, or NULL: host view */
 	const struct ns_file *etc_files;
 	size_t n_etc_files;
 	/* confinement */

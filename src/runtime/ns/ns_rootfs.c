@@ -136,9 +136,26 @@ static const struct dir_spec skeleton[] = {
 	{BOX "/sys", 0555, false},      {BOX "/dev", 0755, false},
 };
 
-static int make_skeleton(struct ns_report *rep)
+/* An image's tree may hold anything at a skeleton path: a symlink there (say /tmp ->
+ * /oldroot/home/user) would make the chmod/chown/mount below act on a host path. Whatever is
+ * not a real directory is removed first (in the overlay: a whiteout on the tmpfs). */
+static int clear_non_dir(const char *path, struct ns_report *rep)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : MFAIL(rep, "cannot inspect %s", path);
+	if (S_ISDIR(st.st_mode))
+		return 0;
+	if (unlink(path) < 0)
+		return MFAIL(rep, "cannot replace %s of the image", path);
+	return 0;
+}
+
+static int make_skeleton(const struct ns_plan *p, struct ns_report *rep)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(skeleton); i++) {
+		if (p->rootfs && clear_non_dir(skeleton[i].path, rep) < 0)
+			return -1;
 		if (make_dir(skeleton[i].path, skeleton[i].mode, rep) < 0)
 			return -1;
 		if (skeleton[i].agent && chown(skeleton[i].path, NS_AGENT_ID, NS_AGENT_ID) < 0)
@@ -203,6 +220,33 @@ static int host_view(struct ns_report *rep)
 	for (size_t i = 0; i < ARRAY_SIZE(tops); i++)
 		if (host_top(tops[i], rep) < 0)
 			return -1;
+	return 0;
+}
+
+/* --- an image's tree as the root ------------------------------------------------------- */
+
+/* child: opens the image's tree (cfg->rootfs) like a bind source, with the caller's
+ * credentials (the store is the caller's, mode 0700). */
+static int open_rootfs(const struct ns_plan *p, int *ret_fd, struct ns_report *rep)
+{
+	*ret_fd = open(p->rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return *ret_fd < 0 ? MFAIL(rep, "cannot open the image tree %s", p->rootfs) : 0;
+}
+
+/* The tree read-only (nosuid, nodev: no setuid program or device node of an image works) as
+ * the lower layer of an overlay that becomes the box's root; writes go to the tmpfs, the
+ * stored tree never changes and is shared by every box of the image (O(1) per box). */
+static int image_root(int fd, struct ns_report *rep)
+{
+	static const char opts[] = "lowerdir=/lower/root,upperdir=/upper/root,workdir=/work/root,userxattr";
+	if (make_dir("/lower/root", 0755, rep) < 0 || make_dir("/upper/root", 0755, rep) < 0 ||
+	    make_dir("/work/root", 0700, rep) < 0)
+		return -1;
+	if (bind_at(fd, "", AT_FDCWD, "/lower/root", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false, rep,
+		    "the image tree") < 0)
+		return -1;
+	if (mount("overlay", BOX, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+		return MFAIL(rep, "cannot mount overlayfs over the image tree");
 	return 0;
 }
 
@@ -341,6 +385,9 @@ static int etc_entry(int src_etc, int dst_etc, const struct ns_etc_entry *e, str
 
 static int write_generated(int dst_etc, const struct ns_file *f, struct ns_report *rep)
 {
+	/* an image's file (or a symlink in its place) is replaced, never written through */
+	if (unlinkat(dst_etc, f->name, 0) < 0 && errno != ENOENT && errno != EISDIR)
+		return MFAIL(rep, "cannot replace /etc/%s", f->name);
 	int fd = openat(dst_etc, f->name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, f->mode);
 	if (fd < 0)
 		return MFAIL(rep, "cannot create /etc/%s", f->name);
@@ -365,10 +412,13 @@ static int build_etc(const struct ns_plan *p, struct ns_report *rep)
 		r = MFAIL(rep, "cannot open the host's or the box's /etc");
 		goto out;
 	}
-	for (size_t i = 0; i < n && r == 0; i++)
+	/* an image brings its own /etc: nothing of the host's goes in */
+	for (size_t i = 0; i < n && r == 0 && !p->rootfs; i++)
 		r = etc_entry(s, d, &e[i], rep);
 	for (size_t i = 0; i < p->n_etc_files && r == 0; i++)
 		r = write_generated(d, &p->etc_files[i], rep);
+	if (r == 0 && p->rootfs && unlinkat(d, "mtab", 0) < 0 && errno != ENOENT)
+		r = MFAIL(rep, "cannot replace /etc/mtab of the image");
 	if (r == 0 && symlinkat("../proc/self/mounts", d, "mtab") < 0)
 		r = MFAIL(rep, "cannot create /etc/mtab");
 out:
@@ -455,6 +505,8 @@ static int build_dev(const struct ns_plan *p, struct ns_report *rep)
 
 int ns_rootfs_open_binds(const struct ns_plan *p, int fds[], struct ns_report *rep)
 {
+	if (p->rootfs && open_rootfs(p, &fds[p->n_binds], rep) < 0)
+		return -1;
 	for (size_t i = 0; i < p->n_binds; i++) {
 		struct stat st;
 		const char *h = p->binds[i].host;
@@ -606,7 +658,11 @@ int ns_rootfs_build(const struct ns_plan *p, const int bind_fds[], struct ns_rep
 {
 	if (ns_injected(p, NS_LAYER_MOUNT))
 		return ns_fail(rep, NS_LAYER_MOUNT, EPERM, "cannot make the mount tree private (injected failure)");
-	if (make_private(rep) < 0 || stage(p, rep) < 0 || make_skeleton(rep) < 0 || host_view(rep) < 0)
+	if (make_private(rep) < 0 || stage(p, rep) < 0)
+		return -1;
+	if (p->rootfs ? image_root(bind_fds[p->n_binds], rep) < 0 : 0)
+		return -1;
+	if (make_skeleton(p, rep) < 0 || (!p->rootfs && host_view(rep) < 0))
 		return -1;
 	if (build_etc(p, rep) < 0 || build_dev(p, rep) < 0 || do_binds(p, bind_fds, rep) < 0 || build_proc(rep) < 0)
 		return -1;

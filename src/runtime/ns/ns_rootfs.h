@@ -22,8 +22,14 @@
 const char *const *ns_proc_masked(void);
 const char *const *ns_proc_readonly(void);
 
-/* child: opens the host side of each bind with O_PATH|O_NOFOLLOW while the process still has
- * the caller's host credentials, refusing symlinks and device nodes. */
+/* With cfg->rootfs (an image's unpacked tree) the root is instead an overlay: the tree
+ * read-only (nosuid, nodev) below, the tmpfs above; /etc is the image's with paddock's
+ * generated files written over it; no host /usr. The skeleton, /dev, /proc and binds are the
+ * same, and a skeleton path that is not a directory in the image is replaced.
+ *
+ * child: opens the host side of each bind (and the image tree, into fds[n_binds]) with
+ * O_PATH|O_NOFOLLOW while the process still has the caller's host credentials, refusing
+ * symlinks and device nodes. */
 int ns_rootfs_open_binds(const struct ns_plan *p, int fds[], struct ns_report *rep);
 /* child: builds the root, pivots into it and detaches the host's tree. */
 int ns_rootfs_build(const struct ns_plan *p, const int bind_fds[], struct ns_report *rep);

@@ -157,6 +157,7 @@ static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_f
 	p->hostname = cfg->name;
 	p->binds = cfg->binds;
 	p->n_binds = cfg->n_binds;
+	p->rootfs = cfg->rootfs;
 	ns_etc_generate(cfg->name, access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh", c->etc);
 	if (cfg->network)
 		use_box_resolver(c->etc);
