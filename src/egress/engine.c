@@ -54,6 +54,8 @@ struct egress_engine {
 	const struct egress_policy *policy;
 	struct conn *conns;
 	size_t n;
+	void (*fd_hook)(void *opaque, int fd);
+	void *fd_hook_opaque;
 };
 
 static int64_t mono_ms(void)
@@ -79,6 +81,12 @@ struct egress_engine *egress_engine_new(const char *box, struct egress_audit *au
 	e->resolve = resolve;
 	e->pool = pool;
 	return e;
+}
+
+void egress_engine_set_fd_hook(struct egress_engine *e, void (*fn)(void *opaque, int fd), void *opaque)
+{
+	e->fd_hook = fn;
+	e->fd_hook_opaque = opaque;
 }
 
 void egress_engine_set_policy(struct egress_engine *e, const struct egress_policy *p) { e->policy = p; }
@@ -252,6 +260,8 @@ static void start_dial(struct egress_engine *e, struct conn *c)
 		refuse(c, "socket-failed");
 		return;
 	}
+	if (e->fd_hook)
+		e->fd_hook(e->fd_hook_opaque, fd);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (struct sockaddr *)&sa, len) < 0 && errno != EINPROGRESS) {

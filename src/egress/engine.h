@@ -51,6 +51,10 @@ void egress_engine_free(struct egress_engine *e);
 void egress_engine_set_policy(struct egress_engine *e, const struct egress_policy *p);
 const struct egress_policy *egress_engine_policy(const struct egress_engine *e);
 
+/* fn(opaque, fd) for every fd the engine itself creates (an upstream socket), before it is
+ * first polled: the caller's poller must not trust what it cached for a reused fd number. */
+void egress_engine_set_fd_hook(struct egress_engine *e, void (*fn)(void *opaque, int fd), void *opaque);
+
 /* Takes ownership of fd, a connection the box made to addr:port. */
 void egress_engine_add(struct egress_engine *e, int fd, enum egress_conn_kind kind,
 		       struct in_addr addr, uint16_t port);

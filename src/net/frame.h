@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define FRAME_ETH_HDR 14
-#define FRAME_MAX 1514                   /* Ethernet header + VNET_MTU */
+#define FRAME_MAX 65534                  /* Ethernet header + VNET_MTU (65520) */
 #define FRAME_ETHERTYPE_IPV4 0x0800
 #define FRAME_ETHERTYPE_ARP 0x0806
 

@@ -20,6 +20,7 @@ struct ns_timer {
 struct netstack {
 	Slirp *slirp;
 	netstack_output_fn out;
+	void (*fd_hook)(void *opaque, int fd);
 	void *opaque;
 	struct ns_timer timers[NETSTACK_TIMERS_MAX];
 	/* during fill/dispatch */
@@ -88,7 +89,14 @@ static void cb_timer_mod(void *timer, int64_t expire_ms, void *opaque)
 	}
 }
 
-static void cb_fd(int fd, void *opaque) { (void)fd, (void)opaque; }
+static void cb_register_fd(int fd, void *opaque)
+{
+	struct netstack *ns = opaque;
+	if (ns->fd_hook)
+		ns->fd_hook(ns->opaque, fd);
+}
+
+static void cb_unregister_fd(int fd, void *opaque) { (void)fd, (void)opaque; }
 static void cb_notify(void *opaque) { (void)opaque; }
 
 static const SlirpCb callbacks = {
@@ -98,8 +106,8 @@ static const SlirpCb callbacks = {
 	.timer_new = cb_timer_new,
 	.timer_free = cb_timer_free,
 	.timer_mod = cb_timer_mod,
-	.register_poll_fd = cb_fd,
-	.unregister_poll_fd = cb_fd,
+	.register_poll_fd = cb_register_fd,
+	.unregister_poll_fd = cb_unregister_fd,
 	.notify = cb_notify,
 	.timer_new_opaque = cb_timer_new_opaque,
 };
@@ -135,6 +143,8 @@ int netstack_new(netstack_output_fn out, void *opaque, struct netstack **ret, pd
 	*ret = ns;
 	return 0;
 }
+
+void netstack_set_fd_hook(struct netstack *ns, void (*fn)(void *opaque, int fd)) { ns->fd_hook = fn; }
 
 void netstack_free(struct netstack *ns)
 {

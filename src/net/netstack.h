@@ -20,6 +20,8 @@ struct netstack;
 typedef void (*netstack_output_fn)(void *opaque, const uint8_t *frame, size_t len);
 
 int netstack_new(netstack_output_fn out, void *opaque, struct netstack **ret, pd_err *err);
+/* fn(opaque, fd) for every socket libslirp opens and will ask to poll (its register_poll_fd). */
+void netstack_set_fd_hook(struct netstack *ns, void (*fn)(void *opaque, int fd));
 void netstack_free(struct netstack *ns);
 
 /* A frame from the box (ARP, or TCP the caller already decided to let in). */

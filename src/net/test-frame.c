@@ -94,7 +94,9 @@ static void test_udp_reply(void **state)
 	for (int k = 0; k < 12; k += 2)
 		s += (uint32_t)(ph[k] << 8 | ph[k + 1]);
 	assert_int_equal(frame_csum(out + 34, 14, s), 0);
-	assert_int_equal(frame_build_udp_reply(&i, our_mac, out, 1500, out, sizeof(out)), 0);
+	/* too big for cap, and too big for any frame */
+	assert_int_equal(frame_build_udp_reply(&i, our_mac, out, 1500, out, 1500), 0);
+	assert_int_equal(frame_build_udp_reply(&i, our_mac, out, FRAME_MAX - 41, out, sizeof(out)), 0);
 }
 
 static void test_rst(void **state)

@@ -14,6 +14,7 @@
 #include "net/dns.h"
 #include "net/frame.h"
 #include "net/netstack.h"
+#include "net/poller.h"
 #include "net/vnet.h"
 #include "supervisor/net.h"
 #include "util/fdio.h"
@@ -42,7 +43,9 @@ struct sup_net {
 	const struct box_spec *spec;
 	char *box_dir, *sock_dir, *global_path, *box_path;
 	bool sock_dir_tmp;
-	int tap, wake;
+	const struct sup_net_link *link;
+	int link_fd, wake;
+	struct poller *poller;
 	pthread_t thread;
 	bool running;
 	struct netstack *stack;
@@ -159,6 +162,37 @@ static void maybe_reload(struct sup_net *n)
 	pd_debug("net: policy reloaded (%zu rules)", egress_policy_count(p));
 }
 
+/* --- the link ------------------------------------------------------------------------- */
+
+static ssize_t tap_recv(int fd, uint8_t *buf, size_t cap)
+{
+	ssize_t n = read(fd, buf, cap);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? -EAGAIN : -errno;
+	return n == 0 ? -EPIPE : n;
+}
+
+static int tap_send(int fd, const uint8_t *frame, size_t len)
+{
+	return write(fd, frame, len) < 0 ? -errno : 0;
+}
+
+const struct sup_net_link sup_net_link_tap = {
+	.what = "TAP",
+	.recv = tap_recv,
+	.send = tap_send,
+	/* the last close of a TAP waits for an RCU grace period (~50 ms here): let a grandchild
+	 * pay it, the box is already gone and the device goes with its namespace */
+	.close = fd_close_async,
+};
+
+/* An fd number this thread just got may have been polled before as another file. */
+static void fd_fresh(void *opaque, int fd)
+{
+	struct sup_net *n = opaque;
+	poller_fresh(n->poller, fd);
+}
+
 /* --- listeners (one unix socket per forwarded box address:port) ------------------------ */
 
 static struct listener *find_listener(struct sup_net *n, uint32_t addr, uint16_t port)
@@ -184,6 +218,7 @@ static int add_listener(struct sup_net *n, enum egress_conn_kind kind, uint32_t 
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
+	fd_fresh(n, fd);
 	/* a deep backlog: libslirp's connect() to this socket is blocking, and it runs on this
 	 * same thread; every pending connection is accepted in the same loop round */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
@@ -206,6 +241,7 @@ static void accept_all(struct sup_net *n, struct listener *l)
 		int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return;
+		fd_fresh(n, fd);
 		egress_engine_add(n->engine, fd, l->kind, l->addr, l->port);
 	}
 }
@@ -215,8 +251,8 @@ static void accept_all(struct sup_net *n, struct listener *l)
 static void to_box(void *opaque, const uint8_t *frame, size_t len)
 {
 	struct sup_net *n = opaque;
-	/* the TAP is non-blocking; a frame the box cannot take now is dropped (TCP retransmits) */
-	if (write(n->tap, frame, len) < 0)
+	/* the link is non-blocking; a frame the box cannot take now is dropped (TCP retransmits) */
+	if (n->link->send(n->link_fd, frame, len) < 0)
 		n->dropped++;
 }
 
@@ -325,15 +361,19 @@ static void box_frame(struct sup_net *n, const uint8_t *buf, size_t len)
 	}
 }
 
-static void read_tap(struct sup_net *n)
+/* Up to NET_FRAMES_PER_ROUND frames; false when the link is gone. */
+static bool read_link(struct sup_net *n)
 {
 	uint8_t buf[FRAME_MAX + 64];
 	for (int i = 0; i < NET_FRAMES_PER_ROUND; i++) {
-		ssize_t len = read(n->tap, buf, sizeof(buf));
-		if (len <= 0)
-			return;
+		ssize_t len = n->link->recv(n->link_fd, buf, sizeof(buf));
+		if (len == -EAGAIN)
+			return true;
+		if (len < 0)
+			return false;
 		box_frame(n, buf, (size_t)len);
 	}
+	return true;
 }
 
 /* --- the loop -------------------------------------------------------------------------- */
@@ -348,21 +388,21 @@ static void *net_thread(void *arg)
 		int timeout = (int)(n->next_stat - mono_ms());
 		timeout = timeout < 0 ? 0 : timeout > 1000 ? 1000 : timeout;
 		n->pfd[k++] = (struct pollfd){.fd = n->wake, .events = POLLIN};
-		n->pfd[k++] = (struct pollfd){.fd = n->tap, .events = POLLIN};
+		n->pfd[k++] = (struct pollfd){.fd = n->link_fd, .events = POLLIN};
 		size_t lbase = k;
 		for (size_t i = 0; i < n->n_lst; i++)
 			n->pfd[k++] = (struct pollfd){.fd = n->lst[i].fd, .events = POLLIN};
 		size_t nl = n->n_lst, sbase = k;
 		netstack_fill(n->stack, n->pfd, &k, NET_POLL_MAX / 2, &timeout);
 		egress_engine_fill(n->engine, n->pfd, &k, NET_POLL_MAX, &timeout);
-		int r = poll(n->pfd, (nfds_t)k, timeout);
-		if (r < 0 && errno != EINTR)
+		int r = poller_poll(n->poller, n->pfd, k, timeout);
+		if (r < 0 && r != -EINTR)
 			break;
 		if (r > 0 && n->pfd[0].revents)
 			break;
-		if (r > 0 && n->pfd[1].revents & POLLIN)
-			read_tap(n);
-		if (r > 0 && n->pfd[1].revents & (POLLERR | POLLHUP))
+		if (r > 0 && n->pfd[1].revents & POLLIN && !read_link(n))
+			break;
+		if (r > 0 && n->pfd[1].revents & (POLLERR | POLLHUP | POLLNVAL))
 			break;
 		netstack_dispatch(n->stack, n->pfd, sbase, r < 0);
 		for (size_t i = 0; r > 0 && i < nl; i++)
@@ -425,13 +465,14 @@ static int setup(struct sup_net *n, pd_err *err)
 		r = pd_error_msg(err, EINVAL, "cannot create the fake-IP pool");
 	if (r == 0 && (r = egress_audit_open(log, &n->audit)) < 0)
 		pd_error(err, r, "cannot open %s", log);
-	if (r == 0)
-		r = netstack_new(to_box, n, &n->stack, err);
+	if (r == 0 && (r = netstack_new(to_box, n, &n->stack, err)) == 0)
+		netstack_set_fd_hook(n->stack, fd_fresh);
 	if (r == 0)
 		r = make_sock_dir(n, err);
 	if (r < 0)
 		return r;
 	n->engine = egress_engine_new(n->spec->name, n->audit, n->resolve, n->pool);
+	egress_engine_set_fd_hook(n->engine, fd_fresh, n);
 	egress_engine_set_policy(n->engine, n->policy);
 	if (add_listener(n, EGRESS_CONN_PROXY, VNET_PROXY, VNET_PROXY_PORT) < 0 ||
 	    add_listener(n, EGRESS_CONN_DNS, VNET_DNS, VNET_DNS_PORT) < 0)
@@ -456,12 +497,11 @@ static void net_free(struct sup_net *n)
 	egress_audit_close(n->audit);
 	if (n->sock_dir)
 		rm_rf(n->sock_dir);
-	/* the last close of a TAP waits for an RCU grace period (~50 ms here): let a grandchild
-	 * pay it, the box is already gone and the device goes with its namespace */
-	if (n->tap >= 0)
-		fd_close_async(n->tap);
+	if (n->link_fd >= 0)
+		n->link->close(n->link_fd);
 	if (n->wake >= 0)
 		close(n->wake);
+	poller_free(n->poller);
 	free(n->pfd);
 	free(n->sock_dir);
 	free(n->box_dir);
@@ -473,6 +513,12 @@ static void net_free(struct sup_net *n)
 int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, struct sup_net **ret,
 		  pd_err *err)
 {
+	return sup_net_start_link(spec, box_dir, &sup_net_link_tap, tap_fd, ret, err);
+}
+
+int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const struct sup_net_link *link,
+		       int link_fd, struct sup_net **ret, pd_err *err)
+{
 	/* libslirp gives every TCP connection two 128 KiB socket buffers. With glibc's dynamic
 	 * mmap threshold they soon come from reused heap chunks whose pages are resident, and 1,000
 	 * idle connections cost ~250 MB; a fixed threshold keeps them in their own lazily-touched
@@ -480,15 +526,18 @@ int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, 
 	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
 	struct sup_net *n = xcalloc(1, sizeof(*n));
 	n->spec = spec;
-	n->tap = tap_fd;
+	n->link = link;
+	n->link_fd = link_fd;
 	n->box_dir = xstrdup(box_dir);
 	n->global_path = sup_net_global_policy_path();
 	n->box_path = xasprintf("%s/policy", box_dir);
 	n->pfd = xcalloc(NET_POLL_MAX, sizeof(*n->pfd));
 	n->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	int r = n->wake < 0 ? pd_error(err, errno, "cannot create an eventfd") : 0;
+	if (r == 0 && (r = poller_new(&n->poller)) < 0)
+		pd_error(err, r, "cannot create an epoll set");
 	if (r == 0)
-		r = fd_set_nonblock(tap_fd, true);
+		r = fd_set_nonblock(link_fd, true);
 	if (r == 0)
 		r = setup(n, err);
 	if (r == 0) {

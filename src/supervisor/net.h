@@ -1,5 +1,5 @@
-/* net.h — a box's network in the supervisor: the TAP fd, the frame filter, libslirp, the DNS
- * answerer and the egress engine, driven by one thread with its own poll loop.
+/* net.h — a box's network in the supervisor: the link (a TAP fd), the frame filter, libslirp,
+ * the DNS answerer and the egress engine, driven by one thread with its own event loop.
  *
  * The thread owns every piece (nothing is shared with the supervisor's control loop except
  * the start/stop calls), so the control protocol and the data path cannot stall each other.
@@ -9,13 +9,35 @@
  * does not parse keeps the old policy and says so in supervisor.log). */
 #pragma once
 
+#include <stdint.h>
+#include <sys/types.h>
+
 #include "egress/policy.h"
 #include "supervisor/store.h"
 
 struct sup_net;
 
-/* Builds the network of a started box around tap_fd (taken over, also on failure). On error
+/* The box's end of the wire: what carries its Ethernet frames to this stack. The ns backend
+ * hands over a TAP fd; another backend (a QEMU datagram socket) brings its own three calls and
+ * feeds the same filter, stack and engine. The fd is non-blocking. */
+struct sup_net_link {
+	const char *what;
+	/* one frame into buf: its length, -EAGAIN when none waits, another -errno when the
+	 * link is gone (the box's network is then over) */
+	ssize_t (*recv)(int fd, uint8_t *buf, size_t cap);
+	/* one frame to the box; -errno when it cannot take it now (the frame is dropped, TCP
+	 * retransmits) */
+	int (*send)(int fd, const uint8_t *frame, size_t len);
+	/* the last close */
+	void (*close)(int fd);
+};
+extern const struct sup_net_link sup_net_link_tap;
+
+/* Builds the network of a started box around link_fd (taken over, also on failure). On error
  * the box must not run: err names the "network" layer. */
+int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const struct sup_net_link *link,
+		       int link_fd, struct sup_net **ret, pd_err *err);
+/* sup_net_start_link with a TAP fd (the ns backend). */
 int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, struct sup_net **ret,
 		  pd_err *err);
 /* Stops the thread and frees everything (connections are cut). NULL is fine. */

@@ -46,6 +46,7 @@ class Echo(socketserver.BaseRequestHandler):
 class ES(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 1024  # tests open hundreds of connections at once
 
 h = TS(("127.0.0.1", 0), H)
 s = TS(("127.0.0.1", 0), HS)
