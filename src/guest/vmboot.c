@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "guest/vmboot.h"
+#include "net/vnet_if.h"
 #include "util/util.h"
 
 #define DEVICE_WAIT_MS 20000 /* TCG on a loaded host is slow; KVM needs a few ms */
@@ -54,6 +55,8 @@ static void cmdline_item(const char *tok, size_t n, struct vmboot_cmdline *c)
 		c->probe = streq(val, "1");
 	else if (kl == 13 && !strncmp(tok, "paddock.debug", kl))
 		c->debug = streq(val, "1");
+	else if (kl == 11 && !strncmp(tok, "paddock.net", kl))
+		c->net = streq(val, "1");
 	else if (kl == 12 && !strncmp(tok, "paddock.root", kl) && vl < sizeof(c->root) &&
 		 charset_ok(val, vl, "abcdefghijklmnopqrstuvwxyz0123456789"))
 		memcpy(c->root, val, vl + 1);
@@ -239,21 +242,23 @@ static int find_port(char *ret_dev, size_t size)
 
 /* Ports appear when the host announces them over virtio-serial's control queue, after the
  * driver probed: poll for them (and for the disk) with a deadline. */
-static int wait_devices(const char *root, char *port, size_t size)
+static int wait_devices(const char *root, bool net, char *port, size_t size)
 {
 	char disk[64];
 	snprintf(disk, sizeof(disk), "/dev/%s", root);
 	uint64_t deadline = mono_ms() + DEVICE_WAIT_MS;
-	bool have_port = false, have_disk = false;
-	while (!(have_port && have_disk)) {
+	bool have_port = false, have_disk = false, have_net = !net;
+	while (!(have_port && have_disk && have_net)) {
 		have_port = have_port || find_port(port, size) == 0;
 		have_disk = have_disk || access(disk, F_OK) == 0;
+		have_net = have_net || if_nametoindex(VNET_BOX_IFNAME) > 0;
 		if (mono_ms() > deadline) {
-			vlog("%s did not appear within %d ms", have_port ? disk : "the control port " VMBOOT_CTL_PORT,
+			vlog("%s did not appear within %d ms",
+			     !have_port ? "the control port " VMBOOT_CTL_PORT : !have_disk ? disk : "the network interface " VNET_BOX_IFNAME,
 			     DEVICE_WAIT_MS);
 			return -ETIMEDOUT;
 		}
-		if (!(have_port && have_disk))
+		if (!(have_port && have_disk && have_net))
 			nap();
 	}
 	return 0;
@@ -330,15 +335,58 @@ static int switch_root(void)
 	return 0;
 }
 
-static void loopback_up(void)
+static int if_up(int s, const char *name)
+{
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return -errno;
+	ifr.ifr_flags |= IFF_UP;
+	return ioctl(s, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+}
+
+static int network_up(bool net)
 {
 	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct ifreq ifr = {0};
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		return;
-	ifr.ifr_flags |= IFF_UP;
-	(void)ioctl(s, SIOCSIFFLAGS, &ifr);
+	if (s < 0)
+		return -errno;
+	(void)if_up(s, "lo");
+	int r = net ? vnet_if_configure(s) : 0;
+	if (r < 0)
+		vlog("cannot configure %s: %s", VNET_BOX_IFNAME, strerror(-r));
+	return r;
+}
+
+/* Replaces path (on the box's own disk) with a fresh file holding text. */
+static int write_file(const char *path, const char *text, mode_t mode)
+{
+	(void)unlink(path);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+		int e = errno ? -errno : -EIO;
+		vlog("cannot write %s: %s", path, strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
+/* What the box's root needs on every boot, whatever the image: the workspace directory
+ * (owned by the agent, as in the ns backend) and a resolv.conf naming the supervisor's DNS
+ * answerer when there is a network (none otherwise: names do not resolve). */
+static int box_files(const struct vmboot_cmdline *c)
+{
+	if (mkdir(VMBOOT_WORKSPACE, 0755) == 0) {
+		if (chown(VMBOOT_WORKSPACE, c->agent_uid, c->agent_gid) < 0)
+			return -errno;
+	} else if (errno != EEXIST) {
+		int e = -errno;
+		vlog("cannot create %s: %s", VMBOOT_WORKSPACE, strerror(-e));
+		return e;
+	}
+	return write_file("/etc/resolv.conf",
+			  c->net ? "nameserver " VNET_DNS_STR "\noptions attempts:1 timeout:2\n"
+				 : "# paddock: this box has no network\n",
+			  0644);
 }
 
 static void set_contract(int ctl, const struct vmboot_cmdline *c)
@@ -388,7 +436,7 @@ int vmboot(void)
 	r = load_modules();
 	step("modules loaded");
 	if (r == 0)
-		r = wait_devices(c.root, port, sizeof(port));
+		r = wait_devices(c.root, c.net, port, sizeof(port));
 	if (r < 0)
 		return r;
 	step("devices found");
@@ -398,11 +446,14 @@ int vmboot(void)
 	r = mount_root(c.root);
 	if (r == 0)
 		r = switch_root();
+	if (r == 0)
+		r = box_files(&c);
+	if (r == 0)
+		r = network_up(c.net);
 	if (r < 0) {
 		close(ctl);
 		return r;
 	}
-	loopback_up();
 	set_contract(ctl, &c);
 	step("root switched");
 	return ctl;

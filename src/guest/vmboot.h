@@ -15,6 +15,8 @@
 #define VMBOOT_MODULES_DIR "/lib/modules"
 #define VMBOOT_ORDER_FILE "/lib/modules/paddock.order"
 #define VMBOOT_NEWROOT "/newroot"
+/* The mount point of the workspace copy (created for the agent when the image lacks it). */
+#define VMBOOT_WORKSPACE "/workspace"
 /* The virtio-serial port that carries the control protocol. */
 #define VMBOOT_CTL_PORT "paddock.ctl"
 /* Printed on the console by a probe boot just before powering off. */
@@ -26,10 +28,13 @@
  *   paddock.root=vda       the root disk's /dev name (default vda)
  *   paddock.host=NAME      the box's hostname
  *   paddock.agent=UID:GID  the agent user (default 1000:1000)
- *   paddock.debug=1        one console line per stage-1 step, with the time since boot */
+ *   paddock.debug=1        one console line per stage-1 step, with the time since boot
+ *   paddock.net=1          the box has a network: wait for eth0 (the one virtio-net device)
+ *                          and give it the box's fixed address (src/net/vnet.h) */
 struct vmboot_cmdline {
 	bool probe;
 	bool debug;
+	bool net;
 	char root[32];
 	char hostname[65];
 	unsigned agent_uid, agent_gid;

@@ -12,16 +12,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
-#include "net/vnet.h"
+#include "net/vnet_if.h"
 #include "runtime/ns/ns.h"
-
-static void set_sin(struct sockaddr *sa, uint32_t host_order)
-{
-	struct sockaddr_in *in = (struct sockaddr_in *)sa;
-	memset(in, 0, sizeof(*in));
-	in->sin_family = AF_INET;
-	in->sin_addr.s_addr = htonl(host_order);
-}
 
 /* child: the TAP in this (the box's) network namespace. TUNSETIFF checks CAP_NET_ADMIN over
  * the namespace the fd was opened in, which is the box's own: nothing on the host changes. */
@@ -44,31 +36,12 @@ static int open_tap(struct ns_report *rep)
 /* child: address, netmask, up, default route — all on the box's own namespace. */
 static int configure(struct ns_report *rep)
 {
-	struct ifreq ifr = {0};
-	struct rtentry rt = {0};
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return ns_fail(rep, NS_LAYER_NET, errno, "cannot open a socket to configure " VNET_BOX_IFNAME);
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", VNET_BOX_IFNAME);
-	set_sin(&ifr.ifr_addr, VNET_BOX);
-	int r = ioctl(s, SIOCSIFADDR, &ifr);
-	set_sin(&ifr.ifr_netmask, VNET_BOX_MASK);
-	if (r == 0)
-		r = ioctl(s, SIOCSIFNETMASK, &ifr);
-	if (r == 0)
-		r = ioctl(s, SIOCGIFFLAGS, &ifr);
-	ifr.ifr_flags |= IFF_UP;
-	if (r == 0)
-		r = ioctl(s, SIOCSIFFLAGS, &ifr);
-	set_sin(&rt.rt_dst, 0);
-	set_sin(&rt.rt_genmask, 0);
-	set_sin(&rt.rt_gateway, VNET_GATEWAY);
-	rt.rt_flags = RTF_UP | RTF_GATEWAY;
-	if (r == 0)
-		r = ioctl(s, SIOCADDRT, &rt);
-	int e = errno;
+	int r = vnet_if_configure(s);
 	close(s);
-	return r < 0 ? ns_fail(rep, NS_LAYER_NET, e, "cannot configure " VNET_BOX_IFNAME) : 0;
+	return r < 0 ? ns_fail(rep, NS_LAYER_NET, -r, "cannot configure " VNET_BOX_IFNAME) : 0;
 }
 
 /* child: the MTU libslirp runs with (vnet.h): the box's TCP then sends 64 KiB segments, one

@@ -54,9 +54,9 @@ char *qemu_kernel_cmdline(const struct qemu_config *c)
 					   ? xasprintf(" tsc_early_khz=%llu tsc=reliable", (unsigned long long)c->tsc_khz)
 					   : xstrdup("");
 	return xasprintf("console=ttyS0 %s panic=-1 rdinit=/init 8250.nr_uarts=1 "
-			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s",
+			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s%s",
 			 c->verbose ? "loglevel=7 paddock.debug=1" : "quiet loglevel=4", tsc, c->name ? " paddock.host=" : "",
-			 c->name ? c->name : "", c->probe ? " paddock.probe=1" : "");
+			 c->name ? c->name : "", c->probe ? " paddock.probe=1" : "", c->net_fd >= 0 ? " paddock.net=1" : "");
 }
 
 static bool name_ok(const char *s)
@@ -151,8 +151,10 @@ static void add_devices(char ***v, const struct qemu_config *c)
 		addf(v, "-blockdev", xasprintf("driver=qcow2,node-name=root,discard=unmap,file.driver=file,file.filename=%s", p));
 		addf(v, "-device", xstrdup("virtio-blk-device,drive=root"));
 	}
+	/* one datagram = one Ethernet frame, both ways: the supervisor reads and writes its end
+	 * exactly like a TAP fd (no framing to parse, no partial frames) */
 	if (c->net_fd >= 0) {
-		addf(v, "-netdev", xasprintf("stream,id=net0,server=off,addr.type=fd,addr.str=%d", c->net_fd));
+		addf(v, "-netdev", xasprintf("dgram,id=net0,local.type=fd,local.str=%d", c->net_fd));
 		addf(v, "-device", xstrdup("virtio-net-device,netdev=net0"));
 	}
 	if (c->balloon)

@@ -37,7 +37,7 @@ struct qemu_config {
 	const char *qmp_path;     /* or a unix socket QEMU listens on */
 	int console_fd;           /* stream socket or pipe end for the serial console */
 	const char *console_path; /* or a file */
-	int net_fd;               /* connected stream socket for -netdev stream (egress issue) */
+	int net_fd;               /* connected SOCK_DGRAM socket for -netdev dgram (one frame a datagram) */
 	bool balloon;             /* virtio-balloon with free page reporting */
 	bool rng;                 /* virtio-rng fed from the host's /dev/urandom */
 	bool sandbox;             /* -sandbox on,... (QEMU's seccomp filter) */

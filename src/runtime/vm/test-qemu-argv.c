@@ -88,6 +88,7 @@ static void common_checks(char **v)
 	assert_non_null(strstr(append, "paddock.host=demo"));
 	assert_non_null(strstr(append, "panic=-1"));
 	assert_null(strstr(append, "paddock.probe"));
+	assert_null(strstr(append, "paddock.net")); /* no network unless asked */
 }
 
 static void test_kvm(void **state)
@@ -131,7 +132,8 @@ static void test_optional_devices(void **state)
 	c.tsc_khz = 0;
 	char **v;
 	assert_int_equal(qemu_argv_build(&c, &v, NULL), 0);
-	assert_string_equal(opt(v, "-netdev", ""), "stream,id=net0,server=off,addr.type=fd,addr.str=5");
+	assert_string_equal(opt(v, "-netdev", ""), "dgram,id=net0,local.type=fd,local.str=5");
+	assert_non_null(strstr(opt(v, "-append", ""), " paddock.net=1"));
 	assert_string_equal(opt(v, "-device", "virtio-net-device"), "virtio-net-device,netdev=net0");
 	/* a comma in a path is doubled, not an option separator */
 	assert_string_equal(opt(v, "-chardev", "socket,id=qmp"), "socket,id=qmp,path=/run/q,,mp.sock,server=on,wait=off");

@@ -14,6 +14,7 @@ static void test_cmdline_defaults(void **state)
 	struct vmboot_cmdline c;
 	vmboot_parse_cmdline("console=ttyS0 quiet panic=-1\n", &c);
 	assert_false(c.probe);
+	assert_false(c.net);
 	assert_string_equal(c.root, "vda");
 	assert_string_equal(c.hostname, "");
 	assert_int_equal(c.agent_uid, 1000);
@@ -24,8 +25,9 @@ static void test_cmdline_keys(void **state)
 {
 	struct vmboot_cmdline c;
 	vmboot_parse_cmdline("console=ttyS0 paddock.root=vdb paddock.host=my_box.1 paddock.agent=1001:1002 "
-			     "paddock.probe=1 paddock.debug=1\n", &c);
+			     "paddock.probe=1 paddock.debug=1 paddock.net=1\n", &c);
 	assert_true(c.probe);
+	assert_true(c.net);
 	assert_true(c.debug);
 	assert_string_equal(c.root, "vdb");
 	assert_string_equal(c.hostname, "my_box.1");

@@ -19,6 +19,7 @@
 #define VM_DEFAULT_MEMORY_MIB 1024
 #define VM_QMP_QUIT_WAIT_MS 1000
 #define VM_INIT_OVERRIDE_MAX (64u * 1024u * 1024u)
+#define VM_NET_SOCKBUF (4 * 1024 * 1024) /* capped by net.core.wmem_max/rmem_max */
 
 /* box_handle.priv */
 struct vm_box {
@@ -78,7 +79,7 @@ struct start_ctx {
 	struct vm_boot_files files;
 	struct vm_accel_choice accel;
 	char *disk;
-	int ctl[2], qmp[2];
+	int ctl[2], qmp[2], net[2];
 	int log_fd;
 };
 
@@ -93,6 +94,7 @@ static void start_ctx_done(struct start_ctx *c)
 	for (int i = 0; i < 2; i++) {
 		closep(&c->ctl[i]);
 		closep(&c->qmp[i]);
+		closep(&c->net[i]);
 	}
 	closep(&c->log_fd);
 }
@@ -178,6 +180,20 @@ static int prepare_channels(struct start_ctx *c, pd_err *err)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->ctl) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->qmp) < 0)
 		return pd_error(err, errno, "cannot create the control sockets");
+	/* The box's network interface: QEMU's virtio-net backend on one end, the supervisor's
+	 * network stack on the other, one Ethernet frame per datagram (as a TAP fd reads and
+	 * writes). A socketpair is not subject to net.unix.max_dgram_qlen (that limit only
+	 * applies to senders the receiver is not connected to); the send buffer is raised so
+	 * that a burst from the stack to the guest is queued rather than dropped. */
+	if (c->cfg->network) {
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, c->net) < 0)
+			return pd_error(err, errno, "cannot create the network socket");
+		int buf = VM_NET_SOCKBUF;
+		for (int i = 0; i < 2; i++) {
+			(void)setsockopt(c->net[i], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+			(void)setsockopt(c->net[i], SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+		}
+	}
 	_cleanup_free_ char *log = xasprintf("%s/qemu.log", c->cfg->state_dir);
 	c->log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (c->log_fd < 0)
@@ -208,6 +224,7 @@ static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q, c
 	q->root_disk = c->disk;
 	q->ctl_fd = 3;
 	q->qmp_fd = 4;
+	q->net_fd = cfg->network ? 5 : -1;
 	q->console_path = console; /* TODO: a bounded ring read by the supervisor */
 	q->verbose = pd_debug_enabled;
 }
@@ -221,23 +238,24 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 	int r = qemu_argv_build(&q, &argv, err);
 	if (r < 0)
 		return r;
-	struct qemu_fd fds[] = {{c->ctl[1], 3}, {c->qmp[1], 4}};
+	struct qemu_fd fds[] = {{c->ctl[1], 3}, {c->qmp[1], 4}, {c->net[1], 5}};
 	pid_t pid;
 	int pidfd;
-	r = qemu_spawn(argv, fds, ARRAY_SIZE(fds), c->log_fd, &pid, &pidfd, err);
+	r = qemu_spawn(argv, fds, c->cfg->network ? 3 : 2, c->log_fd, &pid, &pidfd, err);
 	if (r < 0)
 		return r;
 	struct vm_box *b = xcalloc(1, sizeof(*b));
 	b->qmp_fd = TAKE_FD(c->qmp[0]);
 	b->accel = c->accel.accel;
 	snprintf(b->reason, sizeof(b->reason), "%s", c->accel.reason);
-	*ret = (struct box_handle){.pid = pid, .pidfd = pidfd, .ctl_fd = TAKE_FD(c->ctl[0]), .priv = b};
+	*ret = (struct box_handle){.pid = pid, .pidfd = pidfd, .ctl_fd = TAKE_FD(c->ctl[0]),
+				   .net_fd = c->cfg->network ? TAKE_FD(c->net[0]) : -1, .priv = b};
 	return 0;
 }
 
 static int vm_start(const struct box_config *cfg, struct box_handle *ret, pd_err *err)
 {
-	struct start_ctx c = {.cfg = cfg, .ctl = {-1, -1}, .qmp = {-1, -1}, .log_fd = -1};
+	struct start_ctx c = {.cfg = cfg, .ctl = {-1, -1}, .qmp = {-1, -1}, .net = {-1, -1}, .log_fd = -1};
 	int r = validate(cfg, err);
 	if (r == 0)
 		r = prepare_boot(&c, err);
@@ -285,6 +303,8 @@ static void vm_cleanup(struct box_handle *h)
 	}
 	closep(&h->pidfd);
 	h->pidfd = -1;
+	if (h->net_fd >= 0)
+		closep(&h->net_fd);
 }
 
 /* ---- doctor -------------------------------------------------------------------------- */
