@@ -9,7 +9,7 @@
 #   PADDOCK      path to the paddock binary under test (required)
 #   PD_RESULTS   file collecting "pass NAME" / "fail NAME" lines (optional)
 #   PD_PROBE     path to the static probe payload (tests/probe), for escape tests
-#   PD_BACKEND   backend to run boxes on (default ns)
+#   PD_BACKEND   backend to run boxes on (default ns; vm: QEMU guests, see pd_only, pd_probe)
 #   PD_FILTER    only run tests whose name matches this extended regex
 
 set -u
@@ -40,11 +40,25 @@ pd() { "$PADDOCK" "$@"; }
 pd_root_available() { [ "$(id -u)" = 0 ] || grep -q "^$(id -un):" /etc/subuid 2>/dev/null; }
 pd_run() { "$PADDOCK" run --rm --backend "$PD_BACKEND" "$@"; }
 # probe payload inside a box: pd_probe [run options] -- SUBCOMMAND ARGS...
+# (a vm guest shares no host path: there the probe travels with the workspace copy of the
+# current directory)
 pd_probe() {
 	local opts=()
 	while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
 	shift
+	if [ "$PD_BACKEND" = vm ]; then
+		mkdir -p .probe && cp "$PD_PROBE" .probe/paddock-probe
+		"$PADDOCK" run --rm --backend vm "${opts[@]}" -- /workspace/.probe/paddock-probe "$@"
+		return
+	fi
 	"$PADDOCK" run --rm --backend "$PD_BACKEND" -v "$PD_PROBE:/.probe/paddock-probe:ro" "${opts[@]}" -- /.probe/paddock-probe "$@"
+}
+# pd_only BACKEND REASON: the test does not apply to other backends; it ends as "skip" (never
+# counted as a pass), saying why
+pd_only() {
+	[ "$PD_BACKEND" = "$1" ] && return 0
+	echo "skip: only on the $1 backend: $2"
+	exit 77
 }
 
 run_tests() {
@@ -60,6 +74,9 @@ run_tests() {
 		if [ $rc -eq 0 ]; then
 			printf 'ok   %s/%s (%ss)\n' "$_pd_suite" "${n#t_}" $((SECONDS - start))
 			[ -n "${PD_RESULTS:-}" ] && echo "pass $_pd_suite/${n#t_}" >>"$PD_RESULTS"
+		elif [ $rc -eq 77 ] && grep -q '^skip: ' "/tmp/pdlog.$$.$n"; then
+			printf 'skip %s/%s (%s)\n' "$_pd_suite" "${n#t_}" "$(grep -m1 '^skip: ' "/tmp/pdlog.$$.$n" | cut -c7-)"
+			[ -n "${PD_RESULTS:-}" ] && echo "skip $_pd_suite/${n#t_}" >>"$PD_RESULTS"
 		else
 			printf 'FAIL %s/%s (exit %s)\n' "$_pd_suite" "${n#t_}" $rc
 			sed 's/^/    | /' "/tmp/pdlog.$$.$n" | tail -n 40

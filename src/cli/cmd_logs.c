@@ -5,6 +5,7 @@
 #include <getopt.h>
 
 #include "cli/cli.h"
+#include "runtime/vm/vm_console.h"
 #include "util/fdio.h"
 
 #include <cjson/cJSON.h>
@@ -70,16 +71,18 @@ int cmd_logs(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"follow", no_argument, NULL, 'f'}, {"net", no_argument, NULL, 'N'},
-		{"json", no_argument, NULL, 'J'}, {"help", no_argument, NULL, 'h'}, {0}};
-	bool follow = false, net = false, json = false;
+		{"json", no_argument, NULL, 'J'}, {"console", no_argument, NULL, 'C'},
+		{"help", no_argument, NULL, 'h'}, {0}};
+	bool follow = false, net = false, json = false, console = false;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "f", opts, NULL)) != -1) {
 		if (c == 'h') {
-			printf("Usage: paddock logs [-f] [--net [--json]] NAME\n\nShow the sandbox's supervisor log; -f follows it "
+			printf("Usage: paddock logs [-f] [--net [--json] | --console] NAME\n\nShow the sandbox's supervisor log; -f follows it "
 			       "while the sandbox runs.\n--net shows the egress audit log instead (every DNS answer and\n"
-			       "connection, allowed or denied); --json prints its raw JSON lines.\n");
+			       "connection, allowed or denied); --json prints its raw JSON lines.\n"
+			       "--console shows a vm sandbox's serial console (the last 1 MiB at most, sanitised).\n");
 			return 0;
 		}
 		if (c == 'N')
@@ -88,17 +91,28 @@ int cmd_logs(int argc, char **argv)
 			json = true;
 		else if (c == 'f')
 			follow = true;
+		else if (c == 'C')
+			console = true;
 		else
 			return cli_usage("logs", "unknown option '%s'", argv[optind - 1]);
 	}
 	if (json && !net)
 		return cli_usage("logs", "--json goes with --net");
+	if (console && (net || follow))
+		return cli_usage("logs", "--console goes with neither --net nor -f");
 	if (optind != argc - 1)
 		return cli_usage("logs", "logs takes exactly one NAME");
 	pd_err err = {0};
 	_cleanup_free_ char *dir = NULL;
 	if (cli_box_dir(argv[optind], NULL, &dir, &err) < 0)
 		return cli_fail(&err);
+	if (console) {
+		_cleanup_free_ char *text = vm_console_read(dir);
+		fputs(text, stdout);
+		if (text[0])
+			putchar('\n');
+		return 0;
+	}
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, net ? "net.log" : "supervisor.log");
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)

@@ -3,6 +3,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "util/fdio.h"
 
 #include "runtime/vm/vm_console.h"
 
@@ -48,12 +52,53 @@ static void test_explain(void **state)
 	free(out);
 }
 
+static size_t file_size(const char *dir, const char *name)
+{
+	_cleanup_free_ char *p = xasprintf("%s/%s", dir, name);
+	struct stat st;
+	return stat(p, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+/* A flood through the copying thread: the two files never hold more than the cap, the newest
+ * bytes are kept, and reading them back is sanitised. */
+static void test_flood_is_capped(void **state)
+{
+	char dir[] = "/tmp/pd-vmcon.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int sp[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	pthread_t t;
+	assert_int_equal(vm_console_start(sp[0], dir, &t, NULL), 0);
+	char buf[4096];
+	memset(buf, 'x', sizeof(buf));
+	buf[sizeof(buf) - 1] = '\n';
+	size_t total = 8 * VM_CONSOLE_CAP;
+	for (size_t n = 0; n < total; n += sizeof(buf))
+		assert_int_equal(fd_write_all(sp[1], buf, sizeof(buf)), 0);
+	const char tail[] = "last line \x1b[2J\n";
+	assert_int_equal(fd_write_all(sp[1], tail, strlen(tail)), 0);
+	close(sp[1]);
+	vm_console_join(t);
+	size_t a = file_size(dir, VM_CONSOLE_FILE), b = file_size(dir, VM_CONSOLE_OLD);
+	assert_true(a + b <= VM_CONSOLE_CAP);
+	assert_true(a + b >= VM_CONSOLE_CAP / 2);
+	char *text = vm_console_read(dir);
+	size_t n = strlen(text);
+	assert_true(n > 14);
+	assert_string_equal(text + n - 14, "last line ?[2J"); /* the newest bytes are kept */
+	assert_null(strchr(text, '\x1b'));
+	free(text);
+	_cleanup_free_ char *cmd = xasprintf("rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tail),
 		cmocka_unit_test(test_sanitise),
 		cmocka_unit_test(test_explain),
+		cmocka_unit_test(test_flood_is_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

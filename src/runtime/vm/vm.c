@@ -12,6 +12,7 @@
 #include "image/kernel_spawn.h"
 #include "runtime/vm/qemu_spawn.h"
 #include "runtime/vm/vm.h"
+#include "runtime/vm/vm_console.h"
 #include "runtime/vm/vm_probe.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -24,13 +25,18 @@
 /* box_handle.priv */
 struct vm_box {
 	int qmp_fd;
+	pthread_t console;
+	bool console_running;
 	enum vm_accel accel;
 	char reason[320];
 };
 
 char *vm_home(const struct box_config *cfg)
 {
-	const char *env = getenv("PADDOCK_HOME");
+	const char *env = getenv("PADDOCK_VM_CACHE_HOME");
+	if (env && env[0] == '/')
+		return xstrdup(env);
+	env = getenv("PADDOCK_HOME");
 	if (env && env[0] == '/')
 		return xstrdup(env);
 	_cleanup_free_ char *s = xstrdup(cfg->state_dir);
@@ -79,7 +85,7 @@ struct start_ctx {
 	struct vm_boot_files files;
 	struct vm_accel_choice accel;
 	char *disk;
-	int ctl[2], qmp[2], net[2];
+	int ctl[2], qmp[2], con[2], net[2];
 	int log_fd;
 };
 
@@ -95,6 +101,7 @@ static void start_ctx_done(struct start_ctx *c)
 		closep(&c->ctl[i]);
 		closep(&c->qmp[i]);
 		closep(&c->net[i]);
+		closep(&c->con[i]);
 	}
 	closep(&c->log_fd);
 }
@@ -178,7 +185,8 @@ static int prepare_disk(struct start_ctx *c, pd_err *err)
 static int prepare_channels(struct start_ctx *c, pd_err *err)
 {
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->ctl) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->qmp) < 0)
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->qmp) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->con) < 0)
 		return pd_error(err, errno, "cannot create the control sockets");
 	/* The box's network interface: QEMU's virtio-net backend on one end, the supervisor's
 	 * network stack on the other, one Ethernet frame per datagram (as a TAP fd reads and
@@ -209,7 +217,7 @@ static unsigned default_cpus(enum vm_accel a)
 	return a == VM_ACCEL_KVM && n >= 2 ? 2 : 1;
 }
 
-static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q, char *console)
+static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q)
 {
 	const struct box_config *cfg = c->cfg;
 	qemu_config_init(q);
@@ -224,27 +232,36 @@ static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q, c
 	q->root_disk = c->disk;
 	q->ctl_fd = 3;
 	q->qmp_fd = 4;
-	q->net_fd = cfg->network ? 5 : -1;
-	q->console_path = console; /* TODO: a bounded ring read by the supervisor */
+	q->console_fd = 5; /* copied into the capped console.log by vm_console_start */
+	q->net_fd = cfg->network ? 6 : -1;
 	q->verbose = pd_debug_enabled;
 }
 
 static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 {
 	struct qemu_config q;
-	_cleanup_free_ char *console = xasprintf("%s/console.log", c->cfg->state_dir);
-	fill_qemu_config(c, &q, console);
+	fill_qemu_config(c, &q);
 	_cleanup_strv_ char **argv = NULL;
 	int r = qemu_argv_build(&q, &argv, err);
 	if (r < 0)
 		return r;
-	struct qemu_fd fds[] = {{c->ctl[1], 3}, {c->qmp[1], 4}, {c->net[1], 5}};
+	struct qemu_fd fds[] = {{c->ctl[1], 3}, {c->qmp[1], 4}, {c->con[1], 5}, {c->net[1], 6}};
+	struct vm_box *b = xcalloc(1, sizeof(*b));
+	r = vm_console_start(TAKE_FD(c->con[0]), c->cfg->state_dir, &b->console, err);
+	if (r < 0) {
+		free(b);
+		return r;
+	}
 	pid_t pid;
 	int pidfd;
-	r = qemu_spawn(argv, fds, c->cfg->network ? 3 : 2, c->log_fd, &pid, &pidfd, err);
-	if (r < 0)
+	r = qemu_spawn(argv, fds, c->cfg->network ? 4 : 3, c->log_fd, &pid, &pidfd, err);
+	if (r < 0) {
+		closep(&c->con[1]); /* EOF for the console thread */
+		vm_console_join(b->console);
+		free(b);
 		return r;
-	struct vm_box *b = xcalloc(1, sizeof(*b));
+	}
+	b->console_running = true;
 	b->qmp_fd = TAKE_FD(c->qmp[0]);
 	b->accel = c->accel.accel;
 	snprintf(b->reason, sizeof(b->reason), "%s", c->accel.reason);
@@ -255,7 +272,7 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 
 static int vm_start(const struct box_config *cfg, struct box_handle *ret, pd_err *err)
 {
-	struct start_ctx c = {.cfg = cfg, .ctl = {-1, -1}, .qmp = {-1, -1}, .net = {-1, -1}, .log_fd = -1};
+	struct start_ctx c = {.cfg = cfg, .ctl = {-1, -1}, .qmp = {-1, -1}, .con = {-1, -1}, .net = {-1, -1}, .log_fd = -1};
 	int r = validate(cfg, err);
 	if (r == 0)
 		r = prepare_boot(&c, err);
@@ -298,6 +315,9 @@ static void vm_cleanup(struct box_handle *h)
 	struct vm_box *b = h->priv;
 	if (b) {
 		closep(&b->qmp_fd);
+		/* QEMU has exited: its end of the console socket is closed, the copy ends at EOF */
+		if (b->console_running)
+			vm_console_join(b->console);
 		free(b);
 		h->priv = NULL;
 	}

@@ -16,8 +16,10 @@
 
 extern const struct runtime_ops runtime_vm;
 
-/* $PADDOCK_HOME for cfg: the environment's PADDOCK_HOME, else the grandparent of
- * cfg->state_dir ($PADDOCK_HOME/boxes/NAME). */
+/* The home whose cache/ holds the guest kernel, initramfs, base image and verdicts:
+ * $PADDOCK_VM_CACHE_HOME when set (boxes of many PADDOCK_HOMEs share one cache: the test
+ * suites, CI), else the environment's PADDOCK_HOME, else the grandparent of cfg->state_dir
+ * ($PADDOCK_HOME/boxes/NAME). */
 char *vm_home(const struct box_config *cfg);
 
 /* The base root filesystem image (raw ext4). TODO(issue 6): the image store decides; for now

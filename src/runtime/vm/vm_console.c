@@ -1,7 +1,11 @@
 /* vm_console.c — sanitised tails of the guest console and QEMU's log (see vm_console.h). */
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
+#include "util/fdio.h"
 #include "runtime/vm/vm_console.h"
 
 #define DIAG_READ_MAX (64u * 1024u)
@@ -71,7 +75,105 @@ static char *read_tail(const char *dir, const char *name, size_t *ret_len)
 char *vm_box_diagnose(const char *state_dir)
 {
 	size_t ql = 0, cl = 0;
-	_cleanup_free_ char *q = read_tail(state_dir, "qemu.log", &ql), *c = read_tail(state_dir, "console.log", &cl);
+	_cleanup_free_ char *q = read_tail(state_dir, "qemu.log", &ql), *c = read_tail(state_dir, VM_CONSOLE_FILE, &cl);
 	_cleanup_free_ char *qt = vm_console_tail(q ? q : "", ql, 3, 600), *ct = vm_console_explain(c ? c : "", cl, 8, 1200);
 	return xasprintf("QEMU said: %s\nguest console:\n%s", qt[0] ? qt : "(nothing)", ct[0] ? ct : "(nothing)");
+}
+
+/* ---- the capped console files ---------------------------------------------------------- */
+
+static void log_rotate(struct vm_console_log *l)
+{
+	closep(&l->fd);
+	(void)renameat(l->dir_fd, VM_CONSOLE_FILE, l->dir_fd, VM_CONSOLE_OLD);
+	l->fd = openat(l->dir_fd, VM_CONSOLE_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	l->cur = 0;
+}
+
+void vm_console_log_write(struct vm_console_log *l, const char *buf, size_t n)
+{
+	size_t half = l->cap / 2;
+	while (n > 0) {
+		if (l->fd < 0 || l->cur >= half)
+			log_rotate(l);
+		if (l->fd < 0)
+			return;
+		size_t k = n < half - l->cur ? n : half - l->cur;
+		if (fd_write_all(l->fd, buf, k) < 0) {
+			closep(&l->fd);
+			return;
+		}
+		l->cur += k, buf += k, n -= k;
+	}
+}
+
+void vm_console_log_close(struct vm_console_log *l) { closep(&l->fd); }
+
+struct console_thread {
+	int sock, dir_fd;
+};
+
+static void *console_copy(void *arg)
+{
+	struct console_thread *t = arg;
+	struct vm_console_log l = {.dir_fd = t->dir_fd, .fd = -1, .cap = VM_CONSOLE_CAP};
+	char buf[16384];
+	ssize_t n;
+	while ((n = read(t->sock, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			vm_console_log_write(&l, buf, (size_t)n);
+	vm_console_log_close(&l);
+	close(t->sock);
+	close(t->dir_fd);
+	free(t);
+	return NULL;
+}
+
+int vm_console_start(int sock, const char *state_dir, pthread_t *ret, pd_err *err)
+{
+	struct console_thread *t = xcalloc(1, sizeof(*t));
+	t->sock = sock;
+	t->dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->dir_fd < 0) {
+		int e = errno;
+		close(sock);
+		free(t);
+		return pd_error(err, e, "cannot open %s", state_dir);
+	}
+	/* a fresh log per boot: the old one would otherwise count against nothing */
+	(void)unlinkat(t->dir_fd, VM_CONSOLE_OLD, 0);
+	(void)unlinkat(t->dir_fd, VM_CONSOLE_FILE, 0);
+	/* the thread takes no signal: they stay with the caller's main loop */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int r = pthread_create(ret, NULL, console_copy, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0) {
+		close(sock);
+		close(t->dir_fd);
+		free(t);
+		return pd_error(err, r, "cannot start the console thread");
+	}
+	return 0;
+}
+
+void vm_console_join(pthread_t t) { pthread_join(t, NULL); }
+
+char *vm_console_read(const char *state_dir)
+{
+	_cleanup_free_ char *all = xstrdup("");
+	size_t len = 0;
+	const char *names[] = {VM_CONSOLE_OLD, VM_CONSOLE_FILE};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		_cleanup_free_ char *path = xasprintf("%s/%s", state_dir, names[i]), *text = NULL;
+		size_t n = 0;
+		if (read_file_at(AT_FDCWD, path, VM_CONSOLE_CAP, &text, &n) < 0)
+			continue;
+		all = xrealloc(all, len + n + 1);
+		memcpy(all + len, text, n);
+		len += n;
+		all[len] = '\0';
+	}
+	return vm_console_tail(all, len, UINT_MAX, SIZE_MAX);
 }

@@ -1,9 +1,42 @@
 /* vm_console.h — showing what a guest printed, safely. The serial console is written by the
  * guest (hostile: terminal escape sequences, floods), so only a sanitised tail of it ever
- * reaches a user's terminal. (The bounded ring the supervisor will keep lives here later.) */
+ * reaches a user's terminal, and what is kept of it on the host is bounded: QEMU writes the
+ * console into a socket, a thread of the supervisor copies it into state_dir/console.log and
+ * rotates that file into console.log.1 at half the cap, so the two never hold more than
+ * VM_CONSOLE_CAP bytes whatever the guest prints (the guest's UART simply stalls while the
+ * copy catches up). */
 #pragma once
 
+#include <pthread.h>
+
+#include "util/error.h"
 #include "util/util.h"
+
+#define VM_CONSOLE_CAP (1024u * 1024u)
+#define VM_CONSOLE_FILE "console.log"
+#define VM_CONSOLE_OLD "console.log.1"
+
+/* The capped pair of files in one directory. */
+struct vm_console_log {
+	int dir_fd;      /* borrowed */
+	int fd;          /* console.log, -1 before the first write or after an error */
+	size_t cap;      /* both files together */
+	size_t cur;      /* bytes in console.log */
+};
+
+/* Appends buf; rotates when console.log would pass cap/2 (the older half is dropped). Write
+ * errors drop the data (the console is diagnostics, never worth failing a box over). */
+void vm_console_log_write(struct vm_console_log *l, const char *buf, size_t n);
+void vm_console_log_close(struct vm_console_log *l);
+
+/* Starts the copying thread: reads sock (taken over) until EOF and writes into state_dir's
+ * capped files (truncated first). Join it with vm_console_join once QEMU has exited. */
+int vm_console_start(int sock, const char *state_dir, pthread_t *ret, pd_err *err);
+void vm_console_join(pthread_t t);
+
+/* Both files' contents, oldest first, sanitised (vm_console_tail without a line limit);
+ * "" when there is none. */
+char *vm_console_read(const char *state_dir);
 
 /* The last max_lines lines of text[0..len) (at most max_bytes), every byte outside printable
  * ASCII and '\n' replaced by '?', "\r\n" folded to '\n'. Pure. */
