@@ -14,6 +14,8 @@
 
 set -u
 PD_BACKEND=${PD_BACKEND:-ns}
+# boxes made without --backend (create, run) use it too
+export PADDOCK_BACKEND=$PD_BACKEND
 : "${PADDOCK:?set PADDOCK to the paddock binary}"
 _pd_suite="${PD_SUITE_LABEL:+$PD_SUITE_LABEL/}$(basename "$(dirname "${BASH_SOURCE[1]:-$0}")")/$(basename "${BASH_SOURCE[1]:-$0}" .sh)"
 

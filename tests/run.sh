@@ -6,6 +6,7 @@
 #   tests/run.sh            everything
 #   PD_QUICK=1 tests/run.sh skip the ASan build's integration pass
 #   PD_FILTER=REGEX         only integration/escape tests whose name matches
+#   PD_VM=0                 skip the vm backend's pass (see vm_setup, vm_suites)
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -91,13 +92,54 @@ as_user() {
 	cp "$build/tests/probe/paddock-probe" "$tmp/paddock-probe" 2>/dev/null || true
 	chmod -R a+rX "$tmp"
 	su -s /bin/bash "$PD_TEST_USER" -c "cd '$tmp' && env PD_RESULTS='$RESULTS' PD_FILTER='${PD_FILTER:-}' \
-		ASAN_OPTIONS='${ASAN_OPTIONS:-}' UBSAN_OPTIONS='$UBSAN_OPTIONS' bash -c '
-		for f in tests/integration/*.sh tests/escape/*.sh; do
+		ASAN_OPTIONS='${ASAN_OPTIONS:-}' UBSAN_OPTIONS='$UBSAN_OPTIONS' PD_BACKEND='${PD_USER_BACKEND:-ns}' \
+		PADDOCK_VM_CACHE_HOME='${PADDOCK_VM_CACHE_HOME:-}' bash -c '
+		for f in ${PD_USER_FILES:-tests/integration/*.sh tests/escape/*.sh}; do
 			[ -e \"\$f\" ] || continue
 			case \"\$f\" in */selfcheck.sh|*/escape-lib.sh) continue ;; esac
 			PADDOCK=$tmp/paddock PD_PROBE=$tmp/paddock-probe PD_SUITE_LABEL=$label-user bash \"\$f\"
 		done'"
 	rm -rf "$tmp"
+}
+
+# The vm backend needs a guest kernel (fetched through apt on first use) and a base image
+# (mmdebstrap): built once into PD_VM_CACHE and reused by later runs on the same machine (the
+# image again when its script changed). Every test's PADDOCK_HOME shares that cache through
+# PADDOCK_VM_CACHE_HOME. One warm-up box fetches the kernel, writes the initramfs and the
+# accelerator verdict as root; the cache is then made readable for the ordinary user's pass.
+vm_setup() {
+	[ "${PD_VM:-1}" != 0 ] && [ "$(id -u)" = 0 ] || return 1
+	say "vm backend: guest kernel and base image (cache ${PD_VM_CACHE:-/var/tmp/paddock-vm-cache})"
+	export PADDOCK_VM_CACHE_HOME=${PD_VM_CACHE:-/var/tmp/paddock-vm-cache}
+	local img=$PADDOCK_VM_CACHE_HOME/cache/vm-rootfs/rootfs.img t0=$SECONDS sha
+	sha=$(sha256sum scripts/vm-build-rootfs.sh | cut -d' ' -f1)
+	if [ "$(cat "$img.script" 2>/dev/null)" != "$sha" ] || [ ! -e "$img" ]; then
+		scripts/vm-build-rootfs.sh "$img" >/tmp/pd-vm-image.log 2>&1 || { cat /tmp/pd-vm-image.log; return 1; }
+		echo "$sha" >"$img.script"
+		echo "base image built in $((SECONDS - t0)) s"
+	fi
+	t0=$SECONDS
+	local home
+	home=$(mktemp -d /tmp/pd-vmwarm.XXXXXX)
+	(cd "$home" && PADDOCK_HOME=$home "$ROOT/build/src/cli/paddock" run --rm --backend vm -- true) || { rm -rf "$home"; return 1; }
+	rm -rf "$home"
+	echo "kernel, initramfs and first boot in $((SECONDS - t0)) s"
+	chmod 0755 "$PADDOCK_VM_CACHE_HOME" "$PADDOCK_VM_CACHE_HOME/cache"
+	chmod -R a+rX "$PADDOCK_VM_CACHE_HOME/cache"
+}
+
+# The suites that run on vm too (TCG here: seconds per boot, so not every file): every escape
+# category and the integration suites of the issue. Tests that only make sense on ns say so
+# with pd_only and end as "skip".
+PD_VM_FILES="tests/integration/run.sh tests/integration/lifecycle.sh tests/integration/net.sh
+	tests/integration/workspace.sh tests/integration/vm.sh tests/escape/*.sh"
+vm_suites() {
+	local bin=$1 probe=$2 label=$3 f
+	say "integration + escape on the vm backend ($label)"
+	for f in $PD_VM_FILES; do
+		case "$f" in */selfcheck.sh|*/escape-lib.sh) continue ;; esac
+		PD_BACKEND=vm PADDOCK=$bin PD_PROBE=$probe PD_SUITE_LABEL=$label bash "$f"
+	done
 }
 
 main() {
@@ -109,6 +151,12 @@ main() {
 		suites "$ROOT/build/src/cli/paddock" "$ROOT/build/tests/probe/paddock-probe" root
 		if [ "$(id -u)" = 0 ]; then
 			as_user build user
+		fi
+		if vm_setup; then
+			vm_suites "$ROOT/build/src/cli/paddock" "$ROOT/build/tests/probe/paddock-probe" vm-root
+			PD_USER_FILES="$PD_VM_USER_FILES" PD_USER_BACKEND=vm as_user build vm-user
+		elif [ "${PD_VM:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
+			record fail setup/vm-kernel-and-image
 		fi
 		if [ -z "${PD_QUICK:-}" ]; then
 			ASAN_OPTIONS=detect_leaks=1 suites "$ROOT/build-asan/src/cli/paddock" "$ROOT/build/tests/probe/paddock-probe" asan-root

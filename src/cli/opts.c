@@ -118,7 +118,10 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts *o)
 {
 	*o = (struct box_opts){.tty = -1, .workspace = NULL};
-	o->spec.backend = xstrdup("auto");
+	/* $PADDOCK_BACKEND is the default for new boxes (a bad value is refused below, like the
+	 * option's) */
+	const char *be = getenv("PADDOCK_BACKEND");
+	o->spec.backend = xstrdup(be && *be ? be : "auto");
 	o->spec.user = xstrdup("agent");
 	o->spec.net.preset = xstrdup("none");
 	o->spec.created = time(NULL);
@@ -132,6 +135,8 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 		if (r)
 			return r;
 	}
+	if (!streq(o->spec.backend, "ns") && !streq(o->spec.backend, "vm") && !streq(o->spec.backend, "auto"))
+		return cli_usage(verb, "PADDOCK_BACKEND must be ns, vm or auto, got '%s'", o->spec.backend);
 	/* auto is decided once, when the box is made: vm where KVM is proven, else ns */
 	if (streq(o->spec.backend, "auto")) {
 		free(o->spec.backend);

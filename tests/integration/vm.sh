@@ -1,0 +1,97 @@
+#!/bin/bash
+# tests/integration/vm.sh — what only the vm backend has: its own kernel, a private disk over a
+# shared read-only base image, no host share / monitor / vsock in the guest, the bounded
+# serial console, the network through the supervisor, and a QEMU killed mid-run. Each test
+# runs only with PD_BACKEND=vm (tests/run.sh's vm pass); elsewhere it ends as "skip".
+. "$(dirname "$0")/../lib.sh"
+
+vm_image() { echo "${PADDOCK_VM_IMAGE:-${PADDOCK_VM_CACHE_HOME:-$PADDOCK_HOME}/cache/vm-rootfs/rootfs.img}"; }
+
+t_guest_runs_its_own_kernel() {
+	pd_only vm "a guest kernel"
+	local k
+	k=$(pd_run -- uname -r)
+	assert_ne "$k" "$(uname -r)" "the box must not run on the host kernel"
+	assert_contains "$(pd_run -- cat /proc/cmdline)" "paddock.root=vda"
+}
+
+# virtio device ids: 1 net, 2 block, 3 console, 4 rng, 5 balloon; 9 would be 9p, 19 vsock,
+# 26 virtiofs. Without --net there is no NIC at all.
+t_guest_sees_no_host_share_monitor_or_vsock() {
+	pd_only vm "virtio devices of a guest"
+	local out
+	out=$(pd_run --user root -- sh -c 'cat /sys/bus/virtio/devices/*/device | sort | tr "\n" " "; echo; cat /proc/mounts; ls /dev')
+	assert_eq "$(echo "$out" | head -1)" "0x0002 0x0003 0x0004 0x0005 "
+	assert_not_contains "$out" "9p"
+	assert_not_contains "$out" "virtiofs"
+	assert_not_contains "$out" "vsock"
+	assert_not_contains "$out" "hvc"
+	out=$(pd_run --net balanced --user root -- sh -c 'cat /sys/bus/virtio/devices/*/device | sort | tr "\n" " "')
+	assert_eq "$out" "0x0001 0x0002 0x0003 0x0004 0x0005 "
+}
+
+t_guest_network_is_the_supervisors() {
+	pd_only vm "the guest's virtio-net"
+	local out
+	out=$(pd_run --net balanced -- sh -c 'cat /etc/resolv.conf; getent hosts deb.debian.org; cat /proc/net/route')
+	assert_contains "$out" "nameserver 198.19.0.3"
+	assert_contains "$out" "198.18."
+	assert_contains "$out" "010013C6" # default route via 198.19.0.1
+	# the proxy answers, and refuses what the policy does not allow
+	out=$(pd_run --net balanced -- curl -sS -m 10 -o /dev/null -w '%{http_code}' http://denied.invalid/ || true)
+	assert_eq "$out" "403"
+	# without --net: no interface but loopback, no name service
+	out=$(pd_run -- sh -c 'ls /sys/class/net; cat /etc/resolv.conf')
+	assert_eq "$(echo "$out" | head -1)" "lo"
+	assert_not_contains "$out" "nameserver"
+}
+
+# Kata CVE-2020-2025: root in the guest overwrites its disk; the base image is untouched and
+# the next box from it boots clean.
+t_root_wipes_its_disk_base_and_next_box_unchanged() {
+	pd_only vm "guest disks"
+	local img before
+	img=$(vm_image)
+	before=$(sha256sum "$img" | cut -d' ' -f1)
+	pd create wipe >/dev/null
+	pd exec --user root wipe -- sh -c 'echo gone >/etc/os-release; dd if=/dev/zero of=/dev/vda bs=1M count=64 conv=fsync 2>/dev/null; sync' || true
+	pd rm -f wipe
+	assert_eq "$(sha256sum "$img" | cut -d' ' -f1)" "$before" "base image changed"
+	assert_contains "$(pd_run -- cat /etc/os-release)" "Debian"
+}
+
+t_console_flood_stays_capped() {
+	pd_only vm "the serial console"
+	pd create flood >/dev/null
+	# 1.5 MB through the UART (~100 KB/s under TCG) against a 1 MiB cap
+	pd exec --user root flood -- sh -c 'head -c 1500000 /dev/zero | tr "\0" y >/dev/ttyS0; printf "\033[2Jend-of-flood\n" >/dev/ttyS0'
+	local d=$PADDOCK_HOME/boxes/flood total
+	for _ in $(seq 50); do pd logs flood --console | grep -q end-of-flood && break; sleep 0.1; done
+	total=$(( $(stat -c %s "$d/console.log") + $(stat -c %s "$d/console.log.1") ))
+	[ "$total" -le $((1024 * 1024)) ] || fail "console files hold $total bytes"
+	[ "$total" -ge $((512 * 1024)) ] || fail "console files hold only $total bytes"
+	local out
+	out=$(pd logs flood --console)
+	assert_contains "$out" "?[2Jend-of-flood" # the newest bytes, escape sequences defused
+	pd rm -f flood
+}
+
+# QEMU killed under a running box: ls says so, the disk (and so the workspace) survives, and
+# the box starts again with its files.
+t_qemu_killed_midrun_box_recovers() {
+	pd_only vm "QEMU"
+	echo base >f.txt
+	pd create --workspace copy qk >/dev/null
+	pd exec qk -- sh -c 'echo changed >/workspace/f.txt; echo new >/workspace/n.txt; sync'
+	local qpid
+	qpid=$(pgrep -f "paddock-qk " | head -1)
+	[ -n "$qpid" ] || fail "no QEMU process for the box"
+	kill -KILL "$qpid"
+	for _ in $(seq 100); do pd ls --json | grep -q '"running"' || break; sleep 0.1; done
+	assert_not_contains "$(pd ls)" "running"
+	pd start qk
+	assert_eq "$(pd exec qk -- cat /workspace/n.txt)" "new"
+	assert_contains "$(pd diff qk)" "n.txt"
+	pd rm -f qk
+}
+run_tests
