@@ -110,6 +110,40 @@ paddock_kernel() {
 		[ -s "$root/$rel/$boot" ] && echo "$root/$rel/$boot"
 }
 
+# vm_memory: a persistent box with VM_MEM MiB: host RSS of QEMU + its supervisor against the
+# guest's RAM in use (MemTotal - MemAvailable), then the guest touches 256 MiB, frees it, and
+# the host RSS is sampled for 5 s (virtio-balloon free page reporting gives it back).
+vm_memory() {
+	local name=benchmem$$ qpid spid used host peak base after t returned
+	(cd "$BENCH_WORK" && "$PADDOCK" create --backend vm --workspace none --memory "${VM_MEM}M" "$name" >/dev/null) ||
+		{ bench_row "host RSS overhead of QEMU + supervisor" - KiB "" - "box did not start"; return; }
+	qpid=$(pgrep -f -n "paddock-$name " || true)
+	spid=$("$PADDOCK" ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='$name'][0]['supervisor_pid'])")
+	sleep 3 # let the guest settle (and report its free pages once)
+	used=$("$PADDOCK" exec "$name" -- awk '/MemTotal/{t=$2} /MemAvailable/{a=$2} END{print t-a}' /proc/meminfo)
+	host=$(( $(bench_vmrss_kb "$qpid") + $(bench_vmrss_kb "$spid") ))
+	bench_row "host RSS of QEMU + supervisor" "$host" KiB "" "" "guest RAM in use ${used} KiB"
+	bench_row "host RSS overhead (QEMU + supervisor - guest in use)" "$((host - used))" KiB "" "" "target <= 65536 KiB"
+	base=$(bench_vmrss_kb "$qpid")
+	"$PADDOCK" exec "$name" -- python3 -c 'b = bytearray(b"\1") * (256 << 20); import time; time.sleep(3)' &
+	local epid=$! v
+	peak=$base
+	while kill -0 "$epid" 2>/dev/null; do
+		v=$(bench_vmrss_kb "$qpid") && [ "$v" -gt "$peak" ] && peak=$v
+		sleep 0.1
+	done
+	wait "$epid"
+	after=$peak
+	for t in $(seq 20); do
+		sleep 0.25
+		after=$(bench_vmrss_kb "$qpid")
+	done
+	returned=$(( (peak - after) * 100 / ( (peak - base) > 0 ? (peak - base) : 1 ) ))
+	bench_row "QEMU RSS: before / after 256 MiB touched / 5 s after free" "$base/$peak/$after" KiB "" "" ""
+	bench_row "memory returned by the balloon within 5 s of the guest freeing 256 MiB" "$returned" "%" "" "" "target >= 80%"
+	"$PADDOCK" rm -f "$name" >/dev/null 2>&1
+}
+
 # probe paddock first: its first vm run fetches the kernel the anchor should boot too
 PD_VM=0
 bench_paddock_works vm && PD_VM=1
@@ -142,7 +176,7 @@ if [ $PD_VM = 1 ]; then
 	bench_row "paddock run --rm --backend vm -- true" "$pd" ms "$raw" "raw qemu" "target <= 1.15x"
 	pdrss=$(bench_peak_rss_median_kb 3 "${PD[@]}" true) || pdrss=-
 	bench_row "peak RSS: paddock vm run (GNU time %M, max of qemu/supervisor)" "$pdrss" KiB "$rss" "raw qemu"
-	bench_log "todo: QEMU+supervisor RSS sum against guest RAM in use, and balloon return after the guest frees 256 MB (needs a persistent vm box and paddock's stats)"
+	vm_memory
 else
 	bench_log "PADDOCK=${PADDOCK:-unset}: paddock side not available yet"
 	bench_row "paddock run --rm --backend vm -- true" - ms "" - "$NA"

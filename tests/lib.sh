@@ -55,6 +55,15 @@ pd_probe() {
 	fi
 	"$PADDOCK" run --rm --backend "$PD_BACKEND" -v "$PD_PROBE:/.probe/paddock-probe:ro" "${opts[@]}" -- /.probe/paddock-probe "$@"
 }
+# pd_run_ms [run options] -- CMD...: runs CMD in a box and prints "MS STATUS": how long CMD
+# itself took inside the box and its exit status. Timing assertions use it, so that they
+# measure the thing under test and not the box's start (seconds for a vm guest under TCG).
+pd_run_ms() {
+	local opts=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+	shift
+	pd_run "${opts[@]}" -- sh -c 't0=$(date +%s%N); rc=0; "$@" >/dev/null 2>&1 || rc=$?; echo $(( ($(date +%s%N) - t0) / 1000000 )) $rc' sh "$@"
+}
 # pd_only BACKEND REASON: the test does not apply to other backends; it ends as "skip" (never
 # counted as a pass), saying why
 pd_only() {

@@ -91,8 +91,12 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	if (r < 0)
 		return r;
 	pd_debug("box %s started by %s in %lld ms", spec->name, b.rt->name, (long long)(now_ms() - t0));
-	if (b.rt == &runtime_vm) /* which accelerator, and why, in one line */
+	/* which accelerator, and why, in one line: when a probe boot just decided it (later starts
+	 * reuse the verdict silently; `paddock doctor` and PADDOCK_DEBUG=1 always say it) */
+	if (b.rt == &runtime_vm && vm_box_accel_fresh(&b.h))
 		fprintf(stderr, "paddock: %s\n", vm_box_accel_reason(&b.h));
+	else if (b.rt == &runtime_vm)
+		pd_debug("box %s: accelerator %s", spec->name, vm_box_accel_reason(&b.h));
 	r = greet(b.h.ctl_fd, t0 + SUP_BOOT_TIMEOUT_MS, err);
 	if (r < 0) {
 		box_shutdown(&b, false, 0);

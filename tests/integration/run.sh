@@ -66,7 +66,8 @@ t_sigint_forwarded_in_pipe_mode() {
 	# started directly (not through a shell function) so $! is paddock itself
 	"$PADDOCK" run --rm --backend "$PD_BACKEND" -- sh -c 'trap "echo trapped; exit 5" INT; echo ready; sleep 30 & wait' >$f 2>&1 &
 	local pid=$!
-	for _ in $(seq 100); do grep -q ready $f 2>/dev/null && break; sleep 0.05; done
+	# (a vm guest under TCG on a loaded host can take many seconds to boot)
+	for _ in $(seq 1200); do grep -q ready $f 2>/dev/null && break; sleep 0.05; done
 	kill -INT $pid
 	local rc=0
 	wait $pid || rc=$?
@@ -111,6 +112,7 @@ pd_agent_host_uid() {
 	echo $(( ${base:-2000000000} + 1000 ))
 }
 t_files_written_belong_to_the_caller() {
+	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
 	local d
 	d=$(mktemp -d)
 	chmod 0777 "$d"
@@ -121,6 +123,7 @@ t_files_written_belong_to_the_caller() {
 	rm -rf "$d"
 }
 t_readonly_volume_is_readonly() {
+	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
 	local d
 	d=$(mktemp -d)
 	chmod 0777 "$d"
@@ -143,6 +146,7 @@ t_workdir_inside() {
 	assert_eq "$(pd_run --workspace none -w /tmp -- pwd)" "/tmp"
 }
 t_workspace_ro_and_rw() {
+	pd_only ns "--workspace ro/rw bind the host directory; a vm guest gets the copy mode only"
 	local d
 	d=$(mktemp -d)
 	chmod 0777 "$d"

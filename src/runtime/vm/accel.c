@@ -77,6 +77,7 @@ void vm_accel_decide(enum vm_accel_mode mode, const struct vm_kvm_facts *f, stru
 		ret->need_probe = true;
 		return;
 	}
+	ret->fresh = !f->probe_cached;
 	if (f->probe_ok)
 		return choose(ret, VM_ACCEL_KVM, f->probe_cached, "/dev/kvm works and a probe boot %s", f->probe_reason);
 	if (forced)

@@ -35,6 +35,7 @@ struct vm_kvm_facts {
 struct vm_accel_choice {
 	enum vm_accel accel; /* VM_ACCEL_INVALID: refuse to start (reason says why) */
 	bool need_probe;     /* run the probe boot, fill the facts, decide again */
+	bool fresh;          /* decided by a probe boot just now (not from the cache or /dev/kvm alone) */
 	char reason[320];    /* "kvm: ..." / "tcg: ..." one line */
 };
 

@@ -73,6 +73,7 @@ static void test_auto_needs_probe_then_decides(void **state)
 	vm_accel_decide(VM_ACCEL_MODE_AUTO, &f, &c);
 	assert_int_equal(c.accel, VM_ACCEL_KVM);
 	assert_true(startswith(c.reason, "kvm: "));
+	assert_true(c.fresh); /* a probe just ran: said once */
 	f.probe_ok = false;
 	f.probe_cached = true;
 	snprintf(f.probe_reason, sizeof(f.probe_reason), "KVM internal error. Suberror: 1");
@@ -80,6 +81,7 @@ static void test_auto_needs_probe_then_decides(void **state)
 	assert_int_equal(c.accel, VM_ACCEL_TCG);
 	assert_non_null(strstr(c.reason, "broken for real guests: KVM internal error"));
 	assert_non_null(strstr(c.reason, "(cached verdict)"));
+	assert_false(c.fresh); /* from the cache: not repeated on every start */
 }
 
 static void test_kvm_forced(void **state)

@@ -28,6 +28,7 @@ struct vm_box {
 	pthread_t console;
 	bool console_running;
 	enum vm_accel accel;
+	bool fresh;
 	char reason[320];
 };
 
@@ -66,6 +67,12 @@ enum vm_accel vm_box_accel(const struct box_handle *h)
 {
 	const struct vm_box *b = h->priv;
 	return b ? b->accel : VM_ACCEL_INVALID;
+}
+
+bool vm_box_accel_fresh(const struct box_handle *h)
+{
+	const struct vm_box *b = h->priv;
+	return b && b->fresh;
 }
 
 const char *vm_box_accel_reason(const struct box_handle *h)
@@ -264,6 +271,7 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 	b->console_running = true;
 	b->qmp_fd = TAKE_FD(c->qmp[0]);
 	b->accel = c->accel.accel;
+	b->fresh = c->accel.fresh;
 	snprintf(b->reason, sizeof(b->reason), "%s", c->accel.reason);
 	*ret = (struct box_handle){.pid = pid, .pidfd = pidfd, .ctl_fd = TAKE_FD(c->ctl[0]),
 				   .net_fd = c->cfg->network ? TAKE_FD(c->net[0]) : -1, .priv = b};
