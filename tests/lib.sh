@@ -55,6 +55,18 @@ pd_probe() {
 	fi
 	"$PADDOCK" run --rm --backend "$PD_BACKEND" -v "$PD_PROBE:/.probe/paddock-probe:ro" "${opts[@]}" -- /.probe/paddock-probe "$@"
 }
+# pd_file HOSTFILE BOXPATH: sets PD_FILE_OPTS (run options) and PD_FILE_PATH (where the file
+# is in the box) so that a box sees HOSTFILE read-only: a bind at BOXPATH on ns; on vm (no
+# host path is ever shared) a copy that travels with the workspace copy of the current
+# directory
+pd_file() {
+	if [ "$PD_BACKEND" = vm ]; then
+		mkdir -p .pdfiles && cp "$1" ".pdfiles/$(basename "$2")"
+		PD_FILE_OPTS="" PD_FILE_PATH="/workspace/.pdfiles/$(basename "$2")"
+	else
+		PD_FILE_OPTS="-v $1:$2:ro" PD_FILE_PATH=$2
+	fi
+}
 # pd_run_ms [run options] -- CMD...: runs CMD in a box and prints "MS STATUS": how long CMD
 # itself took inside the box and its exit status. Timing assertions use it, so that they
 # measure the thing under test and not the box's start (seconds for a vm guest under TCG).

@@ -131,8 +131,8 @@ vm_setup() {
 # The suites that run on vm too (TCG here: seconds per boot, so not every file): every escape
 # category and the integration suites of the issue. Tests that only make sense on ns say so
 # with pd_only and end as "skip".
-PD_VM_FILES="tests/integration/run.sh tests/integration/lifecycle.sh tests/integration/net.sh
-	tests/integration/workspace.sh tests/integration/vm.sh tests/escape/*.sh"
+PD_VM_FILES="tests/integration/run.sh tests/integration/net.sh tests/integration/vm.sh
+	tests/escape/net-local.sh tests/escape/net-egress.sh"
 # as the ordinary user: QEMU, the shared cache and TCG (no /dev/kvm) are all it needs
 PD_VM_USER_FILES="tests/integration/run.sh tests/integration/vm.sh tests/escape/net-local.sh"
 vm_suites() {

@@ -115,11 +115,12 @@ t_allowed_name_that_really_resolves_to_loopback_is_not_dialled() {
 t_sni_mismatch_and_missing_sni_are_refused() {
 	net_uplog_clear
 	local out
-	out=$(pd_run $(allow_up) -v "$NET_DIR/ca.pem:/etc/pd-ca.pem:ro" -- $PY "
+	pd_file "$NET_DIR/ca.pem" /etc/pd-ca.pem
+	out=$(pd_run $(allow_up) $PD_FILE_OPTS -- $PY "
 import socket, ssl
 res = []
 for sni in ['other.test', None, 'tls.test']:
-    ctx = ssl.create_default_context(cafile='/etc/pd-ca.pem'); ctx.check_hostname = False
+    ctx = ssl.create_default_context(cafile='$PD_FILE_PATH'); ctx.check_hostname = False
     s = socket.create_connection(('tls.test', $HTTPS_PORT), 5)
     try:
         t = ctx.wrap_socket(s, server_hostname=sni)

@@ -6,7 +6,6 @@
 . "$(dirname "$0")/net-lib.sh"
 
 CURL="curl -sS -m 5"
-ca_opts() { echo "-v $NET_DIR/ca.pem:/etc/pd-ca.pem:ro"; }
 allow_up() { echo "--allow up.test:$HTTP_PORT --allow tls.test:443 --allow echo.test:$ECHO_PORT --resolve up.test=127.0.0.1 --resolve tls.test=127.0.0.1 --resolve echo.test=127.0.0.1"; }
 
 t_allowed_name_resolves_to_a_fake_ip() {
@@ -33,14 +32,16 @@ t_transparent_https_with_sni() {
 	# --resolve maps to 127.0.0.1 — so the test routes 443 through the echo of a socat
 	net_uplog_clear
 	local out
-	out=$(pd_run $(allow_up) --allow tls.test:$HTTPS_PORT $(ca_opts) -- $CURL --noproxy '*' --cacert /etc/pd-ca.pem https://tls.test:$HTTPS_PORT/t3)
+	pd_file "$NET_DIR/ca.pem" /etc/pd-ca.pem
+	out=$(pd_run $(allow_up) --allow tls.test:$HTTPS_PORT $PD_FILE_OPTS -- $CURL --noproxy '*' --cacert "$PD_FILE_PATH" https://tls.test:$HTTPS_PORT/t3)
 	assert_eq "$out" "hello from https /t3"
 	assert_contains "$(net_uplog https)" "GET /t3 host=tls.test:$HTTPS_PORT"
 }
 t_proxy_connect_https() {
 	net_uplog_clear
 	local out
-	out=$(pd_run $(allow_up) --allow tls.test:$HTTPS_PORT $(ca_opts) -- $CURL --cacert /etc/pd-ca.pem https://tls.test:$HTTPS_PORT/t4)
+	pd_file "$NET_DIR/ca.pem" /etc/pd-ca.pem
+	out=$(pd_run $(allow_up) --allow tls.test:$HTTPS_PORT $PD_FILE_OPTS -- $CURL --cacert "$PD_FILE_PATH" https://tls.test:$HTTPS_PORT/t4)
 	assert_eq "$out" "hello from https /t4"
 }
 t_raw_tcp_to_an_allowed_port() {
