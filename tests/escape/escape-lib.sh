@@ -192,6 +192,16 @@ esc_blocked_both() {
 	return $rc
 }
 
+# esc_vm_guest_root REASON: on the vm backend, root in the box is root of the guest's own
+# kernel (the guest is the boundary: its devices, syscalls and files are its own, and nothing
+# of the host is in it), so this test's probe runs as the agent only there — the agent is
+# still confined inside the guest — and the host canaries decide as everywhere.
+esc_vm_guest_root() {
+	[ "$PD_BACKEND" = vm ] || return 0
+	echo "vm: probing as the agent only ($1)"
+	ESC_USERS=agent
+}
+
 # esc_simple SUBCMD ARGS: the whole test for a probe that needs no canary arguments
 esc_simple() {
 	esc_begin
