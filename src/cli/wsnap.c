@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -12,6 +13,9 @@
 #include "supervisor/supervisor.h"
 #include "supervisor/wsbox.h"
 #include "util/fdio.h"
+#include "proto/wsscan.h"
+#include "util/log.h"
+#include "workspace/ws_boxscan.h"
 #include "workspace/ws_ignore.h"
 
 #define WSNAP_BOX_MANIFEST "box.manifest"
@@ -60,18 +64,31 @@ static int open_staging(struct wsnap *s, bool fresh, pd_err *err)
 	return s->staging_fd < 0 ? pd_error(err, errno, "cannot open %s", dir) : 0;
 }
 
-/* The child: runs `tar -c` in the box with its stdout on out_fd. Never returns. */
-static _noreturn_ void tar_out(const char *box_dir, int out_fd)
+/* The child: runs argv in the box with in_fd (-1: none) as stdin and its stdout on out_fd.
+ * Never returns. */
+static _noreturn_ void run_out(const char *box_dir, char **argv, int in_fd, int out_fd)
 {
 	pd_err err = {0};
-	char *argv[] = {"tar", "-c", "-f", "-", "-C", "/workspace", "--format=pax", ".", NULL};
-	int status = session_run_in(box_dir, argv, -1, out_fd, &err);
+	int status = session_run_in(box_dir, argv, in_fd, out_fd, &err);
 	if (status < 0)
 		pd_err_print(&err);
 	_exit(status < 0 ? 125 : status);
 }
 
-static int ingest(struct wsnap *s, int in_fd, pd_err *err)
+static _noreturn_ void tar_out(const char *box_dir, int out_fd)
+{
+	char *argv[] = {"tar", "-c", "-f", "-", "-C", "/workspace", "--format=pax", ".", NULL};
+	run_out(box_dir, argv, -1, out_fd);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct ws_ignore *host_ignore(const struct wsnap *s)
 {
 	_cleanup_close_ int root = open(s->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct ws_ignore *ig = NULL;
@@ -79,10 +96,139 @@ static int ingest(struct wsnap *s, int in_fd, pd_err *err)
 	 * plant a .env or a key file the user never gave it */
 	if (root >= 0 && ws_ignore_load(root, true, &ig, NULL) < 0)
 		ig = NULL;
+	return ig;
+}
+
+/* Forks a child running argv in the box (stdin in_fd, -1: none) and reads its stdout as a
+ * tar stream into ret. */
+static int fetch_tar(struct wsnap *s, char **argv, int in_fd, const struct ws_ignore *ig,
+		     struct ws_manifest *ret, pd_err *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return pd_error(err, errno, "cannot create a pipe");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		run_out(s->box_dir, argv, in_fd, p[1]);
+	}
+	close(p[1]);
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
 	struct ws_tar_opts o = {.limits = &lim, .staging_fd = s->staging_fd, .base = &s->base, .ignore = ig};
-	int r = ws_manifest_from_tar(in_fd, &o, &s->box, &s->notes, err);
-	ws_ignore_free(ig);
+	int r = pid < 0 ? pd_error(err, errno, "cannot fork") : ws_manifest_from_tar(p[0], &o, ret, &s->notes, err);
+	close(p[0]);
+	int st = 0;
+	if (pid > 0 && r < 0)
+		kill(pid, SIGKILL);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	if (r < 0)
+		return r;
+	/* tar exits 1 when a file changed while it was read: the stream is still whole */
+	if (!WIFEXITED(st) || WEXITSTATUS(st) > 1)
+		return pd_error_msg(err, EIO, "could not read the workspace (tar status %d)",
+				    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	return 0;
+}
+
+/* The box's scan session: the ws-scan built-in pauses the box, sends its records on `out`,
+ * and keeps the box paused until `hold` is closed. */
+struct scan_sess {
+	pid_t pid;
+	int out, hold;
+};
+
+static int scan_start(const char *box_dir, struct scan_sess *ret, pd_err *err)
+{
+	int out[2], hold[2];
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return pd_error(err, errno, "cannot create a pipe");
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		close(out[0]), close(out[1]);
+		return pd_error(err, errno, "cannot create a pipe");
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(out[0]), close(hold[1]);
+		char *argv[] = {WSSCAN_BUILTIN, "--freeze", "/workspace", NULL};
+		run_out(box_dir, argv, hold[0], out[1]);
+	}
+	int e = errno;
+	close(out[1]), close(hold[0]);
+	if (pid < 0) {
+		close(out[0]), close(hold[1]);
+		return pd_error(err, e, "cannot fork");
+	}
+	*ret = (struct scan_sess){.pid = pid, .out = out[0], .hold = hold[1]};
+	return 0;
+}
+
+/* Resumes the box (EOF on the built-in's stdin) and reaps the session: its status. */
+static int scan_end(struct scan_sess *sc)
+{
+	if (sc->pid <= 0)
+		return 0;
+	close(sc->hold);
+	char buf[4096];
+	while (read(sc->out, buf, sizeof(buf)) > 0)
+		; /* nothing is expected after the end record; drained so the session can end */
+	close(sc->out);
+	int st = 0;
+	waitpid(sc->pid, &st, 0);
+	sc->pid = 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int scan_fail(struct scan_sess *sc, int r, pd_err *err)
+{
+	int st = scan_end(sc);
+	if (st == 3)
+		return pd_error_msg(err, EBUSY, "cannot pause the sandbox to read its workspace (see above)");
+	if (st == 127 || st == 126) /* an old paddock-init without the built-in */
+		return pd_error_msg(err, ENOTSUP, "the sandbox's paddock-init cannot scan its workspace; restart it");
+	return r;
+}
+
+/* Reads the box's workspace while the box is paused: its scan says what it holds; entries it
+ * still holds exactly as copied in are taken from the copy-in manifest; the rest is fetched
+ * as one tar stream and hashed here. */
+static int snapshot(struct wsnap *s, pd_err *err)
+{
+	struct ws_limits lim = WS_LIMITS_DEFAULT;
+	_cleanup_close_ int dfd = open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct ws_bscan baseline = {0}, now = {0};
+	bool have_base = dfd >= 0 && ws_bscan_load(dfd, WSBOX_BASELINE, &lim, &baseline, NULL) == 0;
+	_cleanup_(ws_ignore_freep) struct ws_ignore *ig = host_ignore(s);
+	struct ws_bplan plan = {0};
+	struct ws_manifest fetched = {0};
+	struct scan_sess sc = {0};
+	int64_t t0 = mono_ms();
+	int r = scan_start(s->box_dir, &sc, err);
+	if (r == 0 && (r = ws_bscan_read_fd(sc.out, &lim, &now, err)) < 0)
+		r = scan_fail(&sc, r, err);
+	int64_t t1 = mono_ms();
+	if (r == 0)
+		ws_bplan_make(&now, have_base ? &baseline : NULL, &s->base, ig, &lim, &plan, &s->notes);
+	_cleanup_close_ int list = r == 0 && plan.n_fetch ? memfd_create("paddock-fetch", MFD_CLOEXEC) : -1;
+	if (r == 0 && plan.n_fetch) {
+		char *argv[] = {"tar", "-c", "-f", "-", "-C", "/workspace", "--format=pax", "--null",
+				"--no-recursion", "--verbatim-files-from", "--no-unquote", "-T", "-", NULL};
+		if (list < 0 || fd_write_all(list, plan.fetch, plan.fetch_len) < 0 || lseek(list, 0, SEEK_SET) < 0)
+			r = pd_error(err, errno, "cannot write the list of entries to fetch");
+		if (r == 0)
+			r = fetch_tar(s, argv, list, ig, &fetched, err);
+	}
+	int st = scan_end(&sc);
+	if (r == 0 && st != 0)
+		r = pd_error_msg(err, EIO, "the sandbox's workspace scan ended with status %d", st);
+	if (r == 0)
+		ws_bscan_merge(&fetched, &plan.same, &s->box, &s->notes);
+	pd_debug("snapshot: scan %lld ms (%zu entries, baseline %s), fetched %zu entries, %lld ms in all",
+		 (long long)(t1 - t0), now.n, have_base ? "yes" : "no", plan.n_fetch, (long long)(mono_ms() - t0));
+	ws_manifest_free(&fetched);
+	ws_bplan_free(&plan);
+	ws_bscan_free(&now);
+	ws_bscan_free(&baseline);
 	return r;
 }
 
@@ -93,34 +239,17 @@ int wsnap_take(const char *name, struct wsnap *s, pd_err *err)
 	box_spec_free(&spec);
 	if (r == 0 && store_status(s->box_dir, NULL) != BOX_STATUS_RUNNING)
 		r = pd_error_msg(err, ESRCH, "sandbox '%s' is not running; start it with 'paddock start %s'", name, name);
+	/* the saved snapshot goes first: its staged content is about to be replaced */
+	_cleanup_close_ int dfd = r == 0 ? open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (r == 0 && unlinkat(dfd, WSNAP_BOX_MANIFEST, 0) < 0 && errno != ENOENT)
+		r = pd_error(err, errno, "cannot remove the previous snapshot");
 	if (r == 0)
 		r = open_staging(s, true, err);
+	if (r == 0)
+		r = snapshot(s, err);
 	if (r < 0)
-		return r;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return pd_error(err, errno, "cannot create a pipe");
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		tar_out(s->box_dir, p[1]);
-	}
-	close(p[1]);
-	r = pid < 0 ? pd_error(err, errno, "cannot fork") : ingest(s, p[0], err);
-	close(p[0]);
-	int st = 0;
-	if (pid > 0 && r < 0)
-		kill(pid, SIGKILL);
-	if (pid > 0)
-		waitpid(pid, &st, 0);
-	if (r < 0)
-		return r;
-	/* tar exits 1 when a file changed while it was read: the snapshot is still whole */
-	if (!WIFEXITED(st) || WEXITSTATUS(st) > 1)
-		return pd_error_msg(err, EIO, "could not read the workspace of '%s' (tar status %d)", name,
-				    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+		return pd_err_prefix(err, "cannot read the workspace of '%s'", name);
 	s->taken = time(NULL);
-	_cleanup_close_ int dfd = open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return ws_manifest_save(&s->box, dfd, WSNAP_BOX_MANIFEST, err);
 }
 

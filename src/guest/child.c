@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 
 #include "guest/child.h"
+#include "guest/wsscan.h"
+#include "proto/wsscan.h"
 #include "guest/env.h"
 
 static _noreturn_ void child_fail(int code, const char *what, const char *arg, int err)
@@ -173,6 +175,13 @@ _noreturn_ void child_exec(const struct child_spec *s)
 	if (r < 0)
 		child_fail(125, "cannot set up stdio", NULL, -r);
 	child_signals();
+	if (streq(s->argv[0], WSSCAN_BUILTIN)) {
+		/* the box's scan of its own workspace: it keeps PID 1's credentials to pause every
+		 * process of the box, and only reads metadata (wsscan.c) */
+		if ((r = child_close_fds()) < 0)
+			child_fail(125, "cannot close inherited fds", NULL, -r);
+		_exit(guest_wsscan_main(s->argv));
+	}
 	r = child_privileges(s);
 	if (r < 0)
 		child_fail(125, "cannot drop privileges", NULL, -r);

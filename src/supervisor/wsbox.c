@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 
 #include "supervisor/wsbox.h"
+#include "proto/wsscan.h"
 #include "util/fdio.h"
+#include "util/log.h"
 #include "workspace/ws_copyin.h"
 
 struct fed {
@@ -15,6 +17,9 @@ struct fed {
 	bool done;
 	char *errbuf;
 	size_t errlen, errcap;
+	int out_fd;          /* the session's stdout goes here; -1: dropped */
+	uint64_t out_left;   /* bytes out_fd may still take */
+	bool out_failed;
 };
 
 static int fed_frame(struct fed *f, const struct proto_frame *fr, pd_err *err)
@@ -41,8 +46,17 @@ static int fed_frame(struct fed *f, const struct proto_frame *fr, pd_err *err)
 		if (proto_decode_error(fr, &e, &msg) < 0)
 			return pd_error_msg(err, EPROTO, "malformed error");
 		return pd_error_msg(err, e, "%s", msg);
+	case PROTO_STDOUT:
+		if (f->out_fd < 0)
+			return 0;
+		if (fr->hdr.len > f->out_left || fd_write_all(f->out_fd, fr->payload, fr->hdr.len) < 0) {
+			f->out_failed = true;
+			f->out_fd = -1;
+		} else
+			f->out_left -= fr->hdr.len;
+		return 0;
 	default:
-		return 0; /* STARTED, STDOUT, EOF */
+		return 0; /* STARTED, EOF */
 	}
 }
 
@@ -58,10 +72,13 @@ static int fed_pump(struct fed *f, pd_err *err)
 	return 0;
 }
 
-int box_run_fed(int ctl_fd, uint32_t stream, char *const *argv, const char *user, int in_fd,
-		char *ret_stderr, size_t stderr_len, pd_err *err)
+/* box_run_fed with the session's stdout written to out_fd (at most out_max bytes; past that,
+ * or when a write fails, the status is -EFBIG). */
+static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const char *user, int in_fd,
+		       int out_fd, uint64_t out_max, char *ret_stderr, size_t stderr_len, pd_err *err)
 {
-	struct fed f = {.stream = stream, .errbuf = ret_stderr, .errcap = stderr_len};
+	struct fed f = {.stream = stream, .errbuf = ret_stderr, .errcap = stderr_len, .out_fd = out_fd,
+			.out_left = out_max};
 	if (ret_stderr && stderr_len)
 		ret_stderr[0] = '\0';
 	struct proto_buf b = {0};
@@ -107,7 +124,35 @@ int box_run_fed(int ctl_fd, uint32_t stream, char *const *argv, const char *user
 	}
 	f.conn.fd = -1; /* the caller owns ctl_fd */
 	proto_conn_free(&f.conn);
+	if (r == 0 && f.out_failed)
+		r = pd_error_msg(err, EFBIG, "the output of %s was too large or could not be written", argv[0]);
 	return r < 0 ? r : f.status;
+}
+
+int box_run_fed(int ctl_fd, uint32_t stream, char *const *argv, const char *user, int in_fd,
+		char *ret_stderr, size_t stderr_len, pd_err *err)
+{
+	return run_fed_out(ctl_fd, stream, argv, user, in_fd, -1, 0, ret_stderr, stderr_len, err);
+}
+
+/* The box's scan of its fresh copy, saved raw as WSBOX_BASELINE: what "unchanged" looks like
+ * inside the box (inode, ctime). Taken before any session of the box has run, so before the
+ * agent could touch anything. Best effort: without it, diff fetches every file. */
+static void save_baseline(int ctl_fd, const char *box_dir)
+{
+	_cleanup_free_ char *tmp = xasprintf("%s/%s.tmp", box_dir, WSBOX_BASELINE);
+	_cleanup_free_ char *dst = xasprintf("%s/%s", box_dir, WSBOX_BASELINE);
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	char *argv[] = {WSSCAN_BUILTIN, "--no-freeze", "/workspace", NULL};
+	char msg[512];
+	pd_err err = {0};
+	int st = fd < 0 ? -errno
+			: run_fed_out(ctl_fd, WSBOX_STREAM + 2, argv, "agent", -1, fd, WSBOX_BASELINE_MAX, msg,
+				      sizeof(msg), &err);
+	if (st == 0 && fsync(fd) == 0 && rename(tmp, dst) == 0)
+		return;
+	pd_debug("no workspace baseline (status %d: %s %s)", st, err.msg, msg);
+	unlink(tmp);
 }
 
 /* The producer child: walks the project, writes the tar stream to out_fd, saves the copy-in
@@ -174,6 +219,13 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 		return pd_err_prefix(err, "workspace copy-in");
 	if (st != 0)
 		return pd_error_msg(err, EIO, "workspace copy-in: tar inside the box failed (%d): %s", st, msg);
+	/* a restored copy is the box's own work, not what it received: no baseline for it */
+	if (saved < 0) {
+		save_baseline(b->h.ctl_fd, box_dir);
+	} else {
+		_cleanup_free_ char *bl = xasprintf("%s/%s", box_dir, WSBOX_BASELINE);
+		unlink(bl);
+	}
 	/* the project also at its host path when the box has a root user to create it; best
 	 * effort: /workspace is the path that always works */
 	char *alias[] = {"sh", "-c", "mkdir -p \"${1%/*}\" 2>/dev/null && ln -sfn /workspace \"$1\" 2>/dev/null; exit 0",

@@ -10,6 +10,8 @@
 #define WSBOX_BASE_MANIFEST "base.manifest"
 #define WSBOX_NOTES "copyin.notes"
 #define WSBOX_SAVED_TAR "workspace.tar"
+#define WSBOX_BASELINE "box.baseline"    /* the box's scan of its fresh copy (ws-scan records) */
+#define WSBOX_BASELINE_MAX (512ull << 20)
 
 /* Copies the workspace into a freshly booted box when its spec asks for "copy". */
 int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char *box_dir, pd_err *err);

@@ -1,0 +1,65 @@
+/* ws_boxscan.h — the box's own scan of its workspace (records of proto/wsscan.h) read as
+ * hostile input, and the plan it makes possible: which entries the box still holds exactly
+ * as it received them (taken from the copy-in manifest, never fetched) and which must be
+ * fetched as a tar stream and hashed on the host.
+ *
+ * "Unchanged" needs the box's word on an entry's inode, size, mode, mtime and ctime being
+ * what they were right after copy-in (the baseline scan taken then). A box that lies can
+ * only hide its own changes: an unchanged entry is the host's copy-in entry, never anything
+ * the box wrote, and everything fetched is hashed from the bytes actually received. */
+#pragma once
+
+#include "workspace/ws_ignore.h"
+#include "workspace/ws_manifest.h"
+
+struct ws_bstat {
+	char *path;   /* raw bytes as the box sent them, NUL-free */
+	char *target; /* symlinks */
+	uint8_t kind; /* enum wsscan_kind */
+	uint32_t mode;
+	uint64_t size, ino;
+	int64_t mtime_s, ctime_s;
+	uint32_t mtime_ns, ctime_ns;
+};
+
+struct ws_bscan {
+	struct ws_bstat *v;
+	size_t n, cap;
+	uint64_t names; /* bytes of names held */
+	bool done;      /* the END record was read */
+	uint8_t *pend;  /* an incomplete record carried to the next feed */
+	size_t pend_len, pend_cap;
+};
+
+void ws_bscan_free(struct ws_bscan *s);
+/* Feeds n more bytes of the stream. Returns 1 once the END record has been read (its count
+ * must match; nothing may follow it in the same feed), 0 when more is needed, -EBADMSG for
+ * a malformed record, -EFBIG past lim's entry or name-bytes caps. On success the records
+ * are sorted by path (strcmp) and a duplicate path is -EBADMSG. */
+int ws_bscan_feed(struct ws_bscan *s, const uint8_t *p, size_t n, const struct ws_limits *lim, pd_err *err);
+/* Reads from fd until the END record (never past it when reading a pipe byte-exactly is not
+ * needed: the stream ends there). -EPIPE when the stream ends before END. */
+int ws_bscan_read_fd(int fd, const struct ws_limits *lim, struct ws_bscan *ret, pd_err *err);
+/* Loads a whole saved scan from dirfd/name (-ENOENT when absent). */
+int ws_bscan_load(int dirfd, const char *name, const struct ws_limits *lim, struct ws_bscan *ret, pd_err *err);
+
+struct ws_bplan {
+	struct ws_manifest same; /* copy-in entries the box holds unchanged (sorted) */
+	char *fetch;             /* "./PATH\0" for each entry to fetch, for tar --null -T - */
+	size_t fetch_len, n_fetch;
+};
+void ws_bplan_free(struct ws_bplan *p);
+
+/* Plans a snapshot from the box's scan `now`, the baseline scan taken right after copy-in
+ * (NULL: none, every file is fetched), the copy-in manifest `base` and the host's ignore
+ * rules (may be NULL). Names the box could not hand back and unscanned directories become
+ * notes. Pure. */
+void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, const struct ws_manifest *base,
+		   const struct ws_ignore *ig, const struct ws_limits *lim, struct ws_bplan *ret,
+		   struct ws_notes *notes);
+
+/* The snapshot: the fetched manifest (from ws_manifest_from_tar) plus the unchanged
+ * entries, sorted, fetched entries winning a tie; an entry whose parent is not a directory of
+ * the result is dropped with a note (the tree stays a tree whatever the box claimed). Pure. */
+void ws_bscan_merge(const struct ws_manifest *fetched, const struct ws_manifest *same, struct ws_manifest *ret,
+		    struct ws_notes *notes);
