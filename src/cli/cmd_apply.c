@@ -9,6 +9,7 @@
 #include "cli/applybranch.h"
 #include "cli/wsnap.h"
 #include "workspace/ws_apply.h"
+#include "workspace/ws_progress.h"
 
 struct apply_args {
 	struct ws_apply_opts o;
@@ -80,6 +81,13 @@ static int apply_to_branch(const char *name, struct apply_args *a)
 	return r < 0 ? cli_fail(&err) : 0;
 }
 
+static void on_progress(void *ud, size_t done, size_t total)
+{
+	struct ws_progress *bar = ud;
+	bar->total = total;
+	ws_progress_update(bar, done);
+}
+
 int cmd_apply(int argc, char **argv)
 {
 	struct apply_args a = {0};
@@ -103,8 +111,12 @@ int cmd_apply(int argc, char **argv)
 		fprintf(stderr, "paddock: applying the changes 'paddock diff' showed %llds ago (--fresh for a new snapshot)\n",
 			(long long)(time(NULL) - s.taken));
 	struct ws_apply_report rep = {0};
+	struct ws_progress bar;
+	ws_progress_start(&bar, "applying", 0, false);
+	a.o.progress = on_progress, a.o.progress_ud = &bar;
 	if (r == 0)
 		r = ws_apply(s.project, &s.base, &s.box, s.staging_fd, &a.o, &rep, &err);
+	ws_progress_end(&bar);
 	if (r == 0)
 		ws_apply_report_render(stdout, &rep, isatty(STDOUT_FILENO));
 	bool clean = r == 0 && rep.count[WS_CONFLICT] == 0 && rep.count[WS_REFUSED_ENTRY] == 0 &&

@@ -53,11 +53,9 @@ static int open_box(const char *name, struct wsnap *s, struct box_spec *spec, pd
 	return 0;
 }
 
-static int open_staging(struct wsnap *s, bool fresh, pd_err *err)
+static int open_staging(struct wsnap *s, pd_err *err)
 {
 	_cleanup_free_ char *dir = xasprintf("%s/staging", s->box_dir);
-	if (fresh)
-		rm_rf(dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return pd_error(err, errno, "cannot create %s", dir);
 	s->staging_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -218,18 +216,51 @@ static int snapshot(struct wsnap *s, pd_err *err)
 		if (r == 0)
 			r = fetch_tar(s, argv, list, ig, &fetched, err);
 	}
+	int64_t t2 = mono_ms();
 	int st = scan_end(&sc);
 	if (r == 0 && st != 0)
 		r = pd_error_msg(err, EIO, "the sandbox's workspace scan ended with status %d", st);
 	if (r == 0)
 		ws_bscan_merge(&fetched, &plan.same, &s->box, &s->notes);
-	pd_debug("snapshot: scan %lld ms (%zu entries, baseline %s), fetched %zu entries, %lld ms in all",
-		 (long long)(t1 - t0), now.n, have_base ? "yes" : "no", plan.n_fetch, (long long)(mono_ms() - t0));
+	pd_debug("snapshot: scan %lld ms (%zu entries, baseline %s), fetch %lld ms (%zu entries), %lld ms in all",
+		 (long long)(t1 - t0), now.n, have_base ? "yes" : "no", (long long)(t2 - t1), plan.n_fetch,
+		 (long long)(mono_ms() - t0));
 	ws_manifest_free(&fetched);
 	ws_bplan_free(&plan);
 	ws_bscan_free(&now);
 	ws_bscan_free(&baseline);
 	return r;
+}
+
+static int cmp_sha(const void *a, const void *b) { return memcmp(a, b, WS_SHA256_LEN); }
+
+/* Removes what the snapshot in s->box does not need from the staging directory (it is kept
+ * between snapshots, so content staged before is not written again) and leftover temp files. */
+static void staging_gc(struct wsnap *s)
+{
+	_cleanup_free_ uint8_t(*need)[WS_SHA256_LEN] = xmalloc((s->box.n + 1) * WS_SHA256_LEN);
+	size_t n = 0;
+	for (size_t i = 0; i < s->box.n; i++)
+		if (s->box.v[i].type == WS_FILE)
+			memcpy(need[n++], s->box.v[i].sha256, WS_SHA256_LEN);
+	qsort(need, n, WS_SHA256_LEN, cmp_sha);
+	int dfd = dup(s->staging_fd);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	struct dirent *de;
+	uint8_t sha[WS_SHA256_LEN];
+	while ((de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (ws_sha256_parse(de->d_name, sha) == 0 && bsearch(sha, need, n, WS_SHA256_LEN, cmp_sha))
+			continue;
+		unlinkat(s->staging_fd, de->d_name, 0);
+	}
+	closedir(d);
 }
 
 int wsnap_take(const char *name, struct wsnap *s, pd_err *err)
@@ -244,12 +275,13 @@ int wsnap_take(const char *name, struct wsnap *s, pd_err *err)
 	if (r == 0 && unlinkat(dfd, WSNAP_BOX_MANIFEST, 0) < 0 && errno != ENOENT)
 		r = pd_error(err, errno, "cannot remove the previous snapshot");
 	if (r == 0)
-		r = open_staging(s, true, err);
+		r = open_staging(s, err);
 	if (r == 0)
 		r = snapshot(s, err);
 	if (r < 0)
 		return pd_err_prefix(err, "cannot read the workspace of '%s'", name);
 	s->taken = time(NULL);
+	staging_gc(s);
 	return ws_manifest_save(&s->box, dfd, WSNAP_BOX_MANIFEST, err);
 }
 
@@ -300,7 +332,7 @@ int wsnap_load(const char *name, struct wsnap *s, pd_err *err)
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
 	r = ws_manifest_load(dfd, WSNAP_BOX_MANIFEST, &lim, &s->box, err);
 	if (r == 0)
-		r = open_staging(s, false, err);
+		r = open_staging(s, err);
 	s->taken = st.st_mtime;
 	return r;
 }

@@ -297,9 +297,13 @@ static void poll_handle(struct init *in, const struct poll_set *ps)
 static void sessions_finish(struct init *in)
 {
 	uint64_t now = init_now_ms();
+	/* while output is held back its drain deadline means nothing: a session that still has
+	 * output open waits, or what is left in its pipe would be lost (a tar stream cut short) */
+	bool held = proto_conn_pending(&in->ctl) > INIT_BACKLOG_MAX;
 	for (size_t i = 0; i < in->n_sessions;) {
 		struct session *s = in->sessions[i];
-		if (!session_done(s, now)) {
+		bool open = s->out_fd[0] >= 0 || s->out_fd[1] >= 0;
+		if (!session_done(s, now) || (held && open)) {
 			i++;
 			continue;
 		}

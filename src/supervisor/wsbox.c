@@ -1,5 +1,6 @@
 /* wsbox.c — copying the workspace into a box at boot. */
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 #include "util/fdio.h"
 #include "util/log.h"
 #include "workspace/ws_copyin.h"
+#include "workspace/ws_progress.h"
 
 struct fed {
 	struct proto_conn conn;
@@ -75,8 +77,10 @@ static int fed_pump(struct fed *f, pd_err *err)
 /* box_run_fed with the session's stdout written to out_fd (at most out_max bytes; past that,
  * or when a write fails, the status is -EFBIG). */
 static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const char *user, int in_fd,
-		       int out_fd, uint64_t out_max, char *ret_stderr, size_t stderr_len, pd_err *err)
+		       int out_fd, uint64_t out_max, char *ret_stderr, size_t stderr_len, struct ws_progress *bar,
+		       pd_err *err)
 {
+	uint64_t fed = 0;
 	struct fed f = {.stream = stream, .errbuf = ret_stderr, .errcap = stderr_len, .out_fd = out_fd,
 			.out_left = out_max};
 	if (ret_stderr && stderr_len)
@@ -92,7 +96,7 @@ static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const cha
 		proto_conn_send(&f.conn, PROTO_EOF, 0, stream, &zero, 1);
 	}
 	int r = 0;
-	uint8_t buf[65536];
+	static uint8_t buf[PROTO_MAX_PAYLOAD]; /* one frame per read: fewer frames, fewer wake-ups */
 	while (r == 0 && !f.done) {
 		bool backlog = proto_conn_pending(&f.conn) > (1u << 20);
 		struct pollfd p[2] = {
@@ -106,8 +110,11 @@ static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const cha
 		}
 		if (p[1].revents) {
 			ssize_t n = read(in_fd, buf, sizeof(buf));
-			if (n > 0)
+			if (n > 0) {
 				proto_conn_send(&f.conn, PROTO_STDIN, 0, stream, buf, (uint32_t)n);
+				if (bar)
+					ws_progress_update(bar, fed += (uint64_t)n);
+			}
 			else if (n == 0 || errno != EINTR) {
 				uint8_t zero = 0;
 				in_open = false;
@@ -132,7 +139,7 @@ static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const cha
 int box_run_fed(int ctl_fd, uint32_t stream, char *const *argv, const char *user, int in_fd,
 		char *ret_stderr, size_t stderr_len, pd_err *err)
 {
-	return run_fed_out(ctl_fd, stream, argv, user, in_fd, -1, 0, ret_stderr, stderr_len, err);
+	return run_fed_out(ctl_fd, stream, argv, user, in_fd, -1, 0, ret_stderr, stderr_len, NULL, err);
 }
 
 /* The box's scan of its fresh copy, saved raw as WSBOX_BASELINE: what "unchanged" looks like
@@ -148,7 +155,7 @@ static void save_baseline(int ctl_fd, const char *box_dir)
 	pd_err err = {0};
 	int st = fd < 0 ? -errno
 			: run_fed_out(ctl_fd, WSBOX_STREAM + 2, argv, "agent", -1, fd, WSBOX_BASELINE_MAX, msg,
-				      sizeof(msg), &err);
+				      sizeof(msg), NULL, &err);
 	if (st == 0 && fsync(fd) == 0 && rename(tmp, dst) == 0)
 		return;
 	pd_debug("no workspace baseline (status %d: %s %s)", st, err.msg, msg);
@@ -179,6 +186,29 @@ static _noreturn_ void produce(const char *project, const char *box_dir, int out
 	_exit(r < 0 ? 1 : 0);
 }
 
+static uint64_t tree_sum;
+static int tree_add(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)path, (void)ftw;
+	if (type == FTW_F && S_ISREG(st->st_mode))
+		tree_sum += (uint64_t)st->st_size;
+	return 0;
+}
+
+/* bytes of regular files beneath dir (never following a symlink); an estimate for the bar */
+static uint64_t tree_bytes(const char *dir)
+{
+	tree_sum = 0;
+	(void)nftw(dir, tree_add, 64, FTW_PHYS | FTW_MOUNT);
+	return tree_sum;
+}
+
+static uint64_t fd_size(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
 static int open_saved(const char *box_dir)
 {
 	_cleanup_free_ char *p = xasprintf("%s/%s", box_dir, WSBOX_SAVED_TAR);
@@ -199,6 +229,7 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 	if (saved < 0) {
 		if (pipe2(pipefd, O_CLOEXEC) < 0)
 			return pd_error(err, errno, "cannot create a pipe");
+		(void)fcntl(pipefd[0], F_SETPIPE_SZ, 1 << 20); /* a larger pipe: fewer wake-ups; best effort */
 		pid = fork();
 		if (pid < 0)
 			return pd_error(err, errno, "cannot fork");
@@ -209,7 +240,12 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 		close(pipefd[1]);
 		in = pipefd[0];
 	}
-	int st = box_run_fed(b->h.ctl_fd, WSBOX_STREAM, tar_x, "agent", in, msg, sizeof(msg), err);
+	struct ws_progress bar;
+	ws_progress_start(&bar, "copying the project in", 0, true);
+	if (bar.on) /* the size of the tree, for the bar (only on a terminal: it costs a walk) */
+		bar.total = saved >= 0 ? fd_size(saved) : tree_bytes(spec->project);
+	int st = run_fed_out(b->h.ctl_fd, WSBOX_STREAM, tar_x, "agent", in, -1, 0, msg, sizeof(msg), &bar, err);
+	ws_progress_end(&bar);
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);
 	int wst = 0;

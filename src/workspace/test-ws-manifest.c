@@ -369,6 +369,29 @@ static void test_tar_unchanged_not_staged(void **state)
 	ws_manifest_free(&base);
 }
 
+/* two new files with the same content: one staged file, which stays (it once went missing
+ * when the second copy of the hash was the one marked as needed); a third stream over the
+ * same staging directory finds it there and writes nothing */
+static void test_tar_same_content_twice(void **state)
+{
+	struct fx *f = *state;
+	struct ws_manifest base = {0}, m = {0};
+	tl_manifest_dir(f->tree, &base);
+	for (int round = 0; round < 2; round++) {
+		struct tl_tar *t = tl_tar_new();
+		tl_tar_file(t, "a", "hello\n", 0644);
+		tl_tar_file(t, "b", "other\n", 0644);
+		tl_tar_file(t, "z", "hello\n", 0644);
+		int fd = tl_tar_finish(t);
+		assert_int_equal(tl_ingest(fd, f->staging_fd, &base, NULL, &m, NULL), 0);
+		close(fd);
+		assert_int_equal(tl_count_entries(f->staging), 2);
+		assert_true(tl_exists(f->staging, HELLO_SHA));
+		ws_manifest_free(&m);
+	}
+	ws_manifest_free(&base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +405,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tar_entry_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tar_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tar_unchanged_not_staged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tar_same_content_twice, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@ struct apply {
 	char **sync_dirs;
 	struct staged *batch; /* temp files written, renames pending */
 	size_t nbatch;
+	size_t ticks, n_work; /* progress */
 };
 
 /* A temp file complete in its host directory, waiting for its rename. */
@@ -355,6 +356,12 @@ static int cmp_removal(const void *x, const void *y)
 	return strcmp(((const struct removal *)y)->path, ((const struct removal *)x)->path);
 }
 
+static void tick(struct apply *a)
+{
+	if (a->o->progress)
+		a->o->progress(a->o->progress_ud, ++a->ticks, a->n_work);
+}
+
 /* Deepest first (reverse path order), so directories are empty when their turn comes. */
 static void removal_pass(struct apply *a, const bool *selected)
 {
@@ -364,8 +371,10 @@ static void removal_pass(struct apply *a, const bool *selected)
 		if (selected[i] && a->res[i] == WS_RESULT_PENDING && has_removal(a->diff.v[i].kind))
 			v[n++] = (struct removal){a->diff.v[i].base->path, i};
 	qsort(v, n, sizeof(*v), cmp_removal);
-	for (size_t k = 0; k < n; k++)
+	for (size_t k = 0; k < n; k++) {
 		remove_base(a, v[k].i);
+		tick(a);
+	}
 }
 
 static void creation_pass(struct apply *a, const bool *selected)
@@ -377,6 +386,7 @@ static void creation_pass(struct apply *a, const bool *selected)
 			create_box(a, i);
 		else
 			set(a, i, a->changed_a[i] ? WS_APPLIED : WS_ALREADY, 0, NULL);
+		tick(a);
 	}
 	flush_batch(a);
 	for (size_t i = 0; i < a->diff.n; i++)
@@ -441,6 +451,9 @@ static void run(struct apply *a, struct ws_apply_report *rep)
 	a->changed_a = xcalloc(n, sizeof(bool));
 	a->batch = xcalloc(BATCH, sizeof(*a->batch));
 	prefilter(a, selected);
+	for (size_t i = 0; i < n; i++) /* each selected entry ticks once per pass it is in */
+		if (selected[i] && a->res[i] == WS_RESULT_PENDING)
+			a->n_work += 1 + has_removal(a->diff.v[i].kind);
 	removal_pass(a, selected);
 	creation_pass(a, selected);
 	if (!a->o->dry_run && !a->o->no_sync)

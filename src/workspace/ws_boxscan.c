@@ -227,12 +227,11 @@ void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, 
 			ws_notes_add(notes, why, r->path, NULL);
 			continue;
 		}
-		if (ig && ws_ignore_match(ig, r->path, r->kind == WSSCAN_DIR) != WS_OK)
-			continue;
+		/* an unchanged entry is the host's own copy-in entry: the ignore rules kept it then */
 		const struct ws_entry *e = unchanged(r, baseline, base);
 		if (e)
 			ws_manifest_add(&ret->same, e);
-		else
+		else if (!ig || ws_ignore_match(ig, r->path, r->kind == WSSCAN_DIR) == WS_OK)
 			add_fetch(ret, r->path, &cap);
 	}
 }

@@ -8,6 +8,7 @@
 #include "ws_scan.h"
 
 #define GITCONFIG_MAX (1u << 20)
+#define COPYIN_BLOCK (256 * 1024)
 
 struct copyin {
 	struct archive *a;
@@ -137,6 +138,8 @@ static struct archive *open_writer(int out_fd, pd_err *err)
 	/* pax keeps long names and big sizes; BINARY header charset: names travel as raw bytes */
 	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") < ARCHIVE_OK ||
+	    /* big blocks: one write (and one wake-up of the reader) per 256 KiB, not per 10 KiB */
+	    archive_write_set_bytes_per_block(a, COPYIN_BLOCK) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open_fd(a, out_fd) != ARCHIVE_OK) {
 		pd_error_msg(err, EIO, "cannot start the tar stream: %s", archive_error_string(a));

@@ -17,6 +17,7 @@
 
 #define RAW_CHUNK (64u * 1024u)
 #define RAW_PER_ENTRY (16u * 1024u) /* headers + pax records + padding allowed per entry */
+#define STAGE_IN_MEMORY (1u << 20) /* files up to this size are hashed before anything is written */
 
 /* path -> index into the (unsorted) manifest, open addressing */
 struct pmap {
@@ -143,15 +144,18 @@ static void note_staged(struct tar_ctx *c, const uint8_t sha[WS_SHA256_LEN])
 	memcpy(c->staged[c->nstaged++], sha, WS_SHA256_LEN);
 }
 
-/* Reads the entry's data (exactly size bytes) into out (or nowhere), hashing it. */
-static int read_data(struct tar_ctx *c, int out, uint64_t size, uint8_t ret_sha[WS_SHA256_LEN])
+/* Reads the entry's data (exactly size bytes) into out (or nowhere) or, when mem is set, into
+ * mem (size bytes), hashing it. */
+static int read_data(struct tar_ctx *c, int out, uint8_t *mem, uint64_t size, uint8_t ret_sha[WS_SHA256_LEN])
 {
-	_cleanup_free_ char *buf = xmalloc(WS_IO_CHUNK);
+	_cleanup_free_ char *buf = mem ? NULL : xmalloc(WS_IO_CHUNK);
 	ws_hasher *h = ws_hasher_new();
 	uint64_t got = 0;
 	int r = 0;
 	for (;;) {
-		la_ssize_t n = archive_read_data(c->a, buf, WS_IO_CHUNK);
+		char *to = mem ? (char *)mem + got : buf;
+		size_t room = mem ? (size_t)(size - got) : WS_IO_CHUNK;
+		la_ssize_t n = archive_read_data(c->a, to, room ? room : 1);
 		if (n < 0 || got + (uint64_t)n > size) {
 			r = n < 0 ? archive_fail(c, 0, "cannot read tar entry data")
 				  : pd_error_msg(c->err, EFBIG, "tar entry longer than declared");
@@ -159,9 +163,9 @@ static int read_data(struct tar_ctx *c, int out, uint64_t size, uint8_t ret_sha[
 		}
 		if (n == 0)
 			break;
-		ws_hasher_update(h, buf, (size_t)n);
+		ws_hasher_update(h, to, (size_t)n);
 		got += (uint64_t)n;
-		if (out >= 0 && (r = fd_write_all(out, buf, (size_t)n)) < 0) {
+		if (!mem && out >= 0 && (r = fd_write_all(out, buf, (size_t)n)) < 0) {
 			pd_error(c->err, r, "cannot write to the staging directory");
 			break;
 		}
@@ -172,24 +176,56 @@ static int read_data(struct tar_ctx *c, int out, uint64_t size, uint8_t ret_sha[
 	return r;
 }
 
-/* Stages the data under a random name, then renames it to its hash: the content store's
- * names are chosen by the host, so nothing the box names ever becomes a host path. */
-static int stage(struct tar_ctx *c, uint64_t size, uint8_t ret_sha[WS_SHA256_LEN])
+/* Writes data to a random temp name, then renames it to its hash: the content store's names
+ * are chosen by the host, so nothing the box names ever becomes a host path. */
+static int stage_write(struct tar_ctx *c, const uint8_t *data, uint64_t size, const uint8_t sha[WS_SHA256_LEN])
 {
-	if (c->o->staging_fd < 0)
-		return read_data(c, -1, size, ret_sha);
 	char tmp[WS_TMP_NAME_MAX], hex[2 * WS_SHA256_LEN + 1];
+	ws_sha256_hex(sha, hex);
+	struct stat st;
+	/* content-addressed and host-owned: a file with this name already holds these bytes (a
+	 * previous snapshot staged them); apply re-hashes whatever it copies anyway */
+	if (fstatat(c->o->staging_fd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size == size)
+		return 0;
 	_cleanup_close_ int fd = -1;
 	int r = ws_tmpfile_at(c->o->staging_fd, tmp, &fd);
 	if (r < 0)
 		return pd_error(c->err, r, "cannot create a file in the staging directory");
-	r = read_data(c, fd, size, ret_sha);
-	ws_sha256_hex(ret_sha, hex);
+	r = fd_write_all(fd, data, (size_t)size);
+	if (r < 0)
+		pd_error(c->err, r, "cannot write to the staging directory");
 	if (r == 0 && renameat(c->o->staging_fd, tmp, c->o->staging_fd, hex) < 0)
 		r = pd_error(c->err, errno, "cannot rename staged file");
 	if (r < 0)
 		unlinkat(c->o->staging_fd, tmp, 0);
-	else
+	return r;
+}
+
+static int stage(struct tar_ctx *c, uint64_t size, uint8_t ret_sha[WS_SHA256_LEN])
+{
+	if (c->o->staging_fd < 0)
+		return read_data(c, -1, NULL, size, ret_sha);
+	int r;
+	if (size <= STAGE_IN_MEMORY) { /* hashed first: no file at all when it is staged already */
+		_cleanup_free_ uint8_t *mem = xmalloc(size ? size : 1);
+		r = read_data(c, -1, mem, size, ret_sha);
+		if (r == 0)
+			r = stage_write(c, mem, size, ret_sha);
+	} else {
+		char tmp[WS_TMP_NAME_MAX], hex[2 * WS_SHA256_LEN + 1];
+		_cleanup_close_ int fd = -1;
+		r = ws_tmpfile_at(c->o->staging_fd, tmp, &fd);
+		if (r < 0)
+			return pd_error(c->err, r, "cannot create a file in the staging directory");
+		r = read_data(c, fd, NULL, size, ret_sha);
+		ws_sha256_hex(ret_sha, hex);
+		if (r == 0 && renameat(c->o->staging_fd, tmp, c->o->staging_fd, hex) < 0)
+			r = pd_error(c->err, errno, "cannot rename staged file");
+		if (r < 0)
+			unlinkat(c->o->staging_fd, tmp, 0);
+	}
+	if (r == 0)
 		note_staged(c, ret_sha);
 	return r;
 }
@@ -344,6 +380,11 @@ static void drop_unneeded(struct tar_ctx *c)
 	if (c->o->staging_fd < 0 || !c->o->base || c->nstaged == 0)
 		return;
 	qsort(c->staged, c->nstaged, WS_SHA256_LEN, cmp_sha);
+	size_t u = 1; /* the same content staged twice is one file: keep each hash once */
+	for (size_t i = 1; i < c->nstaged; i++)
+		if (memcmp(c->staged[i], c->staged[u - 1], WS_SHA256_LEN) != 0)
+			memcpy(c->staged[u++], c->staged[i], WS_SHA256_LEN);
+	c->nstaged = u;
 	_cleanup_free_ uint8_t *needed = xcalloc(c->nstaged, 1);
 	for (size_t i = 0; i < c->m.n; i++) {
 		const struct ws_entry *e = &c->m.v[i];
@@ -358,7 +399,7 @@ static void drop_unneeded(struct tar_ctx *c)
 	}
 	char hex[2 * WS_SHA256_LEN + 1];
 	for (size_t i = 0; i < c->nstaged; i++) {
-		if (needed[i] || (i > 0 && memcmp(c->staged[i], c->staged[i - 1], WS_SHA256_LEN) == 0))
+		if (needed[i])
 			continue;
 		ws_sha256_hex(c->staged[i], hex);
 		unlinkat(c->o->staging_fd, hex, 0);
