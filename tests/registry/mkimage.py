@@ -15,7 +15,8 @@ Options:
   --escape-target PATH               the absolute path abs-symlink points at
   --add-file SRC:DEST                put a host file into layer 1 (e.g. a static binary)
   --symlink NAME:TARGET              put a symlink into layer 1 (e.g. tmp:/some/host/dir)
-  --big-mb N                         add an N MiB file (layer 1), for benchmarks
+  --big-mb N                         add a third layer with an N MiB file (big/data), written
+                                     straight to disk (OCI layout only), for benchmarks
   --gzip                             compress layers (OCI layout only)
 """
 import argparse, gzip, hashlib, io, json, os, sys, tarfile, time
@@ -91,12 +92,6 @@ def layer1(args):
         for spec in args.symlink or []:
             name, target = spec.split(":", 1)
             add_link(t, name, target)
-        if args.big_mb:
-            ti = tarfile.TarInfo("big/data")
-            ti.size = args.big_mb << 20
-            ti.mode = 0o644
-            add_dir(t, "big")
-            t.addfile(ti, ZeroReader(ti.size))
     return layer(build)
 
 
@@ -144,6 +139,26 @@ def layers_for(args):
     return ls
 
 
+def big_layer(blobs, mb):
+    """A layer with one mb MiB file, streamed to disk: (digest, size)."""
+    tmp = os.path.join(blobs, "big.tmp")
+    with open(tmp, "wb") as f:
+        with tarfile.open(fileobj=f, mode="w", format=tarfile.PAX_FORMAT) as t:
+            add_dir(t, "big")
+            ti = tarfile.TarInfo("big/data")
+            ti.size = mb << 20
+            ti.mode = 0o644
+            t.addfile(ti, ZeroReader(ti.size))
+    h = hashlib.sha256()
+    with open(tmp, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    d = "sha256:" + h.hexdigest()
+    size = os.path.getsize(tmp)
+    os.rename(tmp, os.path.join(blobs, d[7:]))
+    return d, size
+
+
 def write_blob(blobs, data):
     d = sha(data)
     with open(os.path.join(blobs, d[7:]), "wb") as f:
@@ -162,15 +177,19 @@ def make_layout(args):
         lmt = "application/vnd.oci.image.layer.v1.tar+gzip"
     else:
         stored, lmt = raw, "application/vnd.oci.image.layer.v1.tar"
+    descs = [{"mediaType": lmt, "digest": write_blob(blobs, l), "size": len(l)} for l in stored]
+    if args.big_mb:
+        bd, bsize = big_layer(blobs, args.big_mb)
+        diff_ids.append(bd)
+        descs.append({"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": bd, "size": bsize})
     manifests = {}
     for arch in ("amd64", "arm64"):
         cfg = config_for(diff_ids if arch == "amd64" else [diff_ids[0]], arch)
         cd = write_blob(blobs, cfg)
-        ls = stored if arch == "amd64" else stored[:1]
         m = json.dumps({
             "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
             "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": len(cfg)},
-            "layers": [{"mediaType": lmt, "digest": write_blob(blobs, l), "size": len(l)} for l in ls],
+            "layers": descs if arch == "amd64" else descs[:1],
         }).encode()
         manifests[arch] = (write_blob(blobs, m), len(m))
     # arm64 first: the pick must look at the platform, not the order
