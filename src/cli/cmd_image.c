@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "image/base.h"
 #include "image/import.h"
 #include "image/registry.h"
 #include "runtime/ns/ns_idmap.h"
@@ -16,14 +17,16 @@ static void image_help(FILE *f)
 		   "       paddock image rm IMAGE...\n"
 		   "       paddock image gc\n"
 		   "       paddock image import [--name NAME] [--tag TAG] FILE\n"
-		   "       paddock image pull [--name NAME] [--registry-mirror URL] [--ca-file PEM] REF\n\n"
+		   "       paddock image pull [--name NAME] [--registry-mirror URL] [--ca-file PEM] REF\n"
+		   "       paddock image build debian:bookworm|debian:bookworm-slim\n\n"
 		   "The image store: content-addressed (sha256) blobs and unpacked trees under\n"
 		   "$PADDOCK_HOME/images. IMAGE is a name (node:22 = docker.io/library/node:22) or a\n"
 		   "digest prefix. import reads a `docker save` tarball or an OCI layout (directory or\n"
 		   "tar); pull speaks the OCI distribution API (linux/amd64 picked from manifest lists,\n"
 		   "anonymous token auth, every digest verified). --registry-mirror (or\n"
 		   "$PADDOCK_REGISTRY_MIRROR) replaces docker.io. rm forgets images; gc removes blobs\n"
-		   "and trees that no image and no existing sandbox uses.\n");
+		   "and trees that no image and no existing sandbox uses. build makes a Debian base\n"
+		   "image with mmdebstrap through the host's apt sources.\n");
 }
 
 static char *human_size(uint64_t n)
@@ -247,6 +250,17 @@ static int image_add(const char *verb, int argc, char **argv)
 	return 0;
 }
 
+static int image_build(const char *name)
+{
+	pd_err err = {0};
+	_cleanup_img_store_ struct img_store *s = NULL;
+	_cleanup_img_record_ struct img_record *r = NULL;
+	if (cli_image_store(IMG_LOCK_SHARED, &s, &err) < 0 || img_base_build(s, name, stderr, &r, &err) < 0)
+		return cli_fail(&err);
+	print_added(r);
+	return 0;
+}
+
 int cmd_image(int argc, char **argv)
 {
 	if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
@@ -262,7 +276,9 @@ int cmd_image(int argc, char **argv)
 		return image_rm(argc - 2, argv + 2);
 	if (streq(sub, "gc") && argc == 2)
 		return image_gc();
+	if (streq(sub, "build") && argc == 3)
+		return image_build(argv[2]);
 	if (streq(sub, "import") || streq(sub, "pull"))
 		return image_add(sub, argc - 1, argv + 1);
-	return cli_usage("image", "usage: paddock image ls|inspect|rm|gc|import|pull (see --help)");
+	return cli_usage("image", "usage: paddock image ls|inspect|rm|gc|import|pull|build (see --help)");
 }

@@ -225,7 +225,7 @@ int img_blob_put_stream(struct img_store *s, img_read_fn rd, void *ctx, const ch
 	return img_blob_writer_commit(w, expect_digest, expect_size, ret_digest, ret_size, err);
 }
 
-static ssize_t read_fd(void *ctx, void *buf, size_t len, pd_err *err)
+ssize_t img_read_fd(void *ctx, void *buf, size_t len, pd_err *err)
 {
 	for (;;) {
 		ssize_t n = read(*(int *)ctx, buf, len);
@@ -239,7 +239,7 @@ static ssize_t read_fd(void *ctx, void *buf, size_t len, pd_err *err)
 int img_blob_put_fd(struct img_store *s, int fd, const char *expect_digest, uint64_t expect_size,
 		    char ret_digest[OCI_DIGEST_LEN + 1], uint64_t *ret_size, pd_err *err)
 {
-	return img_blob_put_stream(s, read_fd, &fd, expect_digest, expect_size, ret_digest, ret_size, err);
+	return img_blob_put_stream(s, img_read_fd, &fd, expect_digest, expect_size, ret_digest, ret_size, err);
 }
 
 int img_blob_put_buf(struct img_store *s, const void *buf, size_t len, const char *expect_digest,

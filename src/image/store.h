@@ -81,6 +81,8 @@ void img_blob_writer_abort(struct img_blob_writer *w);
 typedef ssize_t (*img_read_fn)(void *ctx, void *buf, size_t len, pd_err *err);
 int img_blob_put_stream(struct img_store *s, img_read_fn rd, void *ctx, const char *expect_digest,
 			uint64_t expect_size, char ret_digest[OCI_DIGEST_LEN + 1], uint64_t *ret_size, pd_err *err);
+/* An img_read_fn over an fd (ctx points to the int). */
+ssize_t img_read_fd(void *ctx, void *buf, size_t len, pd_err *err);
 int img_blob_put_fd(struct img_store *s, int fd, const char *expect_digest, uint64_t expect_size,
 		    char ret_digest[OCI_DIGEST_LEN + 1], uint64_t *ret_size, pd_err *err);
 int img_blob_put_buf(struct img_store *s, const void *buf, size_t len, const char *expect_digest,

@@ -215,6 +215,7 @@ t_concurrent_imports_and_gc() {
 # an image with a static busybox as /bin/busybox
 mk_bb() { mk layout "$PADDOCK_HOME/bb" --add-file /bin/busybox:/bin/busybox "$@"; pd image import --name local/bb:1 "$PADDOCK_HOME/bb"; }
 bb_run() { pd run --rm -T --workspace none --image local/bb:1 "$@"; }
+bb_run_img() { local i=$1; shift; pd run --rm -T --workspace none --image "$i" "$@"; }
 
 t_run_from_image_root_is_the_image() {
 	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
@@ -255,6 +256,40 @@ t_image_of_a_box_survives_rm_and_gc() {
 	pd rm -f imgbox
 	assert_contains "$(pd image gc)" "1 unpacked tree"
 	assert_eq "$(ls -A "$PADDOCK_HOME/images/rootfs")" ""
+}
+
+# `image build` with a stand-in mmdebstrap on PATH (the real one takes minutes through the
+# mirror): the tar it writes on stdout becomes a one-layer image; a failing run leaves nothing
+fake_mmdebstrap() {
+	mkdir -p "$PADDOCK_HOME/fakebin" "$PADDOCK_HOME/fakeroot/etc" "$PADDOCK_HOME/fakeroot/bin"
+	echo 12.99 >"$PADDOCK_HOME/fakeroot/etc/debian_version"
+	cp /bin/busybox "$PADDOCK_HOME/fakeroot/bin/busybox"
+	cat >"$PADDOCK_HOME/fakebin/mmdebstrap" <<EOF
+#!/bin/sh
+echo "\$*" >"$PADDOCK_HOME/mmdebstrap.args"
+tar -C "$PADDOCK_HOME/fakeroot" -cf - .
+exit \${FAKE_STATUS:-0}
+EOF
+	chmod +x "$PADDOCK_HOME/fakebin/mmdebstrap"
+}
+
+t_image_build_debian_base_through_mmdebstrap() {
+	fake_mmdebstrap
+	PATH="$PADDOCK_HOME/fakebin:$PATH" pd image build debian:bookworm-slim
+	assert_eq "$(cat "$PADDOCK_HOME/mmdebstrap.args")" "--variant=minbase --format=tar bookworm -"
+	assert_contains "$(pd image ls)" "docker.io/library/debian:bookworm-slim"
+	assert_eq "$(cat "$(rootfs_of debian:bookworm-slim)/etc/debian_version")" "12.99"
+	assert_eq "$(bb_run_img debian:bookworm-slim -- /bin/busybox cat /etc/debian_version)" "12.99"
+	assert_status 125 pd image build debian:sid
+}
+
+t_image_build_failing_mmdebstrap_leaves_nothing() {
+	fake_mmdebstrap
+	local out
+	out=$(FAKE_STATUS=3 PATH="$PADDOCK_HOME/fakebin:$PATH" pd image build debian:bookworm 2>&1) && fail "a failed build was stored"
+	assert_contains "$out" "status 3"
+	assert_eq "$(pd image ls | wc -l)" "1"
+	assert_eq "$(ls -A "$PADDOCK_HOME/images/tmp")" ""
 }
 
 run_tests
