@@ -91,6 +91,10 @@ int cli_image_for_box(const char *image, struct box_spec *spec, pd_err *err)
 	_cleanup_img_store_ struct img_store *s = NULL;
 	_cleanup_img_record_ struct img_record *r = NULL;
 	_cleanup_free_ char *dir = NULL;
+	/* refuse rather than run the backend's default root in place of the image */
+	if (!streq(spec->backend, "ns"))
+		return pd_error_msg(err, EOPNOTSUPP, "--image runs on the ns backend only so far (this box would be '%s'); add --backend ns",
+				    spec->backend);
 	int q = cli_image_store(IMG_LOCK_SHARED, &s, err);
 	if (q < 0 || (q = img_record_find(s, image, &r, err)) < 0)
 		return q;

@@ -214,8 +214,8 @@ t_concurrent_imports_and_gc() {
 
 # an image with a static busybox as /bin/busybox
 mk_bb() { mk layout "$PADDOCK_HOME/bb" --add-file /bin/busybox:/bin/busybox "$@"; pd image import --name local/bb:1 "$PADDOCK_HOME/bb"; }
-bb_run() { pd run --rm -T --workspace none --image local/bb:1 "$@"; }
-bb_run_img() { local i=$1; shift; pd run --rm -T --workspace none --image "$i" "$@"; }
+bb_run() { pd run --rm -T --backend ns --workspace none --image local/bb:1 "$@"; }
+bb_run_img() { local i=$1; shift; pd run --rm -T --backend ns --workspace none --image "$i" "$@"; }
 
 t_run_from_image_root_is_the_image() {
 	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
@@ -236,7 +236,8 @@ t_run_from_image_root_is_the_image() {
 	r=$(rootfs_of local/bb:1)
 	assert_eq "$(cat "$r/etc/hello")" "hello from layer 1"
 	[ -e "$r/etc/hello2" ] || fail "box removed a file of the stored tree"
-	assert_status 125 pd run --rm --image nope:1 -- true
+	assert_status 125 pd run --rm --backend ns --image nope:1 -- true
+	assert_status 125 pd run --rm --backend vm --image local/bb:1 -- /bin/busybox true
 }
 
 t_run_from_image_skeleton_symlinks_do_not_reach_the_host() {
@@ -249,7 +250,7 @@ t_run_from_image_skeleton_symlinks_do_not_reach_the_host() {
 
 t_image_of_a_box_survives_rm_and_gc() {
 	mk_bb
-	pd create --workspace none --image local/bb:1 imgbox >/dev/null
+	pd create --backend ns --workspace none --image local/bb:1 imgbox >/dev/null
 	pd image rm local/bb:1
 	pd image gc
 	assert_eq "$(pd exec imgbox -- /bin/busybox cat /keep/x)" "x"
