@@ -1,5 +1,6 @@
 /* registry.c — pulling from an OCI registry over libcurl (registry.h). */
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <strings.h>
 
 #include "config.h"
@@ -9,6 +10,45 @@
 #include "image/registry.h"
 
 #define HEADER_KEEP_MAX 8192
+
+/* ---- libcurl, loaded on first use ----
+ * Every paddock command would otherwise map libcurl and its ~20 libraries (GSSAPI, LDAP,
+ * SSH, RTMP, ...) at exec, though only pulls use it: it is dlopen'ed here instead, and called
+ * through correctly typed pointers (setopt and getinfo are variadic in libcurl too). */
+static struct curl_api {
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *);
+	void (*easy_reset)(CURL *);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	CURLcode (*easy_perform)(CURL *);
+	const char *(*easy_strerror)(CURLcode);
+	char *(*easy_escape)(CURL *, const char *, int);
+	void (*free)(void *);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+} C;
+
+static int curl_api_load(pd_err *err)
+{
+	if (C.easy_init)
+		return 0;
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return pd_error_msg(err, ENOENT, "cannot load libcurl (apt-get install libcurl4): %s", dlerror());
+	struct { void **slot; const char *name; } syms[] = {
+		{(void **)&C.easy_cleanup, "curl_easy_cleanup"}, {(void **)&C.easy_reset, "curl_easy_reset"},
+		{(void **)&C.easy_setopt, "curl_easy_setopt"}, {(void **)&C.easy_getinfo, "curl_easy_getinfo"},
+		{(void **)&C.easy_perform, "curl_easy_perform"}, {(void **)&C.easy_strerror, "curl_easy_strerror"},
+		{(void **)&C.easy_escape, "curl_easy_escape"}, {(void **)&C.free, "curl_free"},
+		{(void **)&C.slist_append, "curl_slist_append"}, {(void **)&C.slist_free_all, "curl_slist_free_all"},
+		{(void **)&C.easy_init, "curl_easy_init"}, /* last: it marks the table complete */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(syms); i++)
+		if (!(*syms[i].slot = dlsym(h, syms[i].name)))
+			return pd_error_msg(err, ENOENT, "libcurl lacks %s", syms[i].name);
+	return 0;
+}
 
 /* ---- pure helpers ---- */
 
@@ -114,7 +154,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *userdata)
 	struct response *r = userdata;
 	size_t len = size * n;
 	long code = 0;
-	curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &code);
+	C.easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &code);
 	bool ok = code >= 200 && code < 300;
 	if (ok && r->w) {
 		if (img_blob_writer_write(r->w, buf, len, r->werr) < 0) {
@@ -141,30 +181,30 @@ static size_t on_body(char *buf, size_t size, size_t n, void *userdata)
 static void setup_easy(struct client *c, const char *url, struct response *resp, struct curl_slist *hdrs)
 {
 	CURL *h = c->curl;
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "paddock/" PADDOCK_VERSION);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+	C.easy_reset(h);
+	C.easy_setopt(h, CURLOPT_URL, url);
+	C.easy_setopt(h, CURLOPT_USERAGENT, "paddock/" PADDOCK_VERSION);
+	C.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	C.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+	C.easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
 	/* never to file://, ftp:// and friends; an https registry is never downgraded to http */
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, startswith(url, "https:") ? "https" : "http,https");
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
+	C.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	C.easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, startswith(url, "https:") ? "https" : "http,https");
+	C.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+	C.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	C.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+	C.easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	C.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	C.easy_setopt(h, CURLOPT_HEADERDATA, resp);
+	C.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	C.easy_setopt(h, CURLOPT_WRITEDATA, resp);
 	if (c->o->ca_file)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->o->ca_file);
+		C.easy_setopt(h, CURLOPT_CAINFO, c->o->ca_file);
 	if (c->token) {
 		/* libcurl sends a bearer only to the host of the URL, never after a redirect to
 		 * another host (CURLOPT_UNRESTRICTED_AUTH stays off) */
-		curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-		curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, c->token);
+		C.easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		C.easy_setopt(h, CURLOPT_XOAUTH2_BEARER, c->token);
 	}
 	resp->curl = h;
 }
@@ -172,14 +212,14 @@ static void setup_easy(struct client *c, const char *url, struct response *resp,
 static int perform(struct client *c, const char *url, struct response *resp, struct curl_slist *hdrs, pd_err *err)
 {
 	setup_easy(c, url, resp, hdrs);
-	CURLcode cc = curl_easy_perform(c->curl);
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &resp->status);
+	CURLcode cc = C.easy_perform(c->curl);
+	C.easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &resp->status);
 	if (resp->werror)
 		return -(resp->werr->code ? resp->werr->code : EIO);
 	if (resp->overflow)
 		return pd_error_msg(err, EFBIG, "%s: response larger than %zu bytes", url, resp->max);
 	if (cc != CURLE_OK)
-		return pd_error_msg(err, EIO, "%s: %s", url, curl_easy_strerror(cc));
+		return pd_error_msg(err, EIO, "%s: %s", url, C.easy_strerror(cc));
 	return 0;
 }
 
@@ -187,11 +227,11 @@ static int perform(struct client *c, const char *url, struct response *resp, str
 
 static char *url_escape(CURL *h, const char *s)
 {
-	char *e = curl_easy_escape(h, s, 0);
+	char *e = C.easy_escape(h, s, 0);
 	if (!e)
 		abort();
 	char *out = xstrdup(e);
-	curl_free(e);
+	C.free(e);
 	return out;
 }
 
@@ -261,7 +301,7 @@ static struct curl_slist *manifest_accept(void)
 	struct curl_slist *l = NULL;
 	for (size_t i = 0; i < ARRAY_SIZE(types); i++) {
 		_cleanup_free_ char *h = xasprintf("Accept: %s", oci_media_type_name(types[i]));
-		l = curl_slist_append(l, h);
+		l = C.slist_append(l, h);
 	}
 	return l;
 }
@@ -274,7 +314,7 @@ static int get_manifest(struct client *c, struct img_store *s, const char *ref, 
 	struct curl_slist *hdrs = manifest_accept();
 	struct response resp = {.max = OCI_DOC_MAX, .werr = err};
 	int r = get(c, url, &resp, hdrs, err);
-	curl_slist_free_all(hdrs);
+	C.slist_free_all(hdrs);
 	if (r == 0)
 		r = img_blob_put_buf(s, resp.body ? resp.body : "", resp.len, expect, ret_digest, err);
 	response_clear(&resp);
@@ -310,13 +350,15 @@ int img_pull(struct img_store *s, const char *refstr, const struct img_pull_opts
 	int r = oci_ref_parse(refstr, &ref, err);
 	if (r < 0)
 		return r;
+	if ((r = curl_api_load(err)) < 0)
+		return r;
 	const char *mirror = o->mirror ? o->mirror : getenv("PADDOCK_REGISTRY_MIRROR");
 	struct client c = {.f = {.fetch = fetch_registry, .progress = o->progress}, .o = o};
 	c.base = img_registry_base_url(ref->registry, mirror && *mirror ? mirror : NULL, err);
 	if (!c.base)
 		return -EINVAL;
 	c.repo = xstrdup(ref->repository);
-	c.curl = curl_easy_init();
+	c.curl = C.easy_init();
 	if (!c.curl)
 		abort();
 	_cleanup_free_ char *name = o->name ? img_name_normalize(o->name) : oci_ref_format(ref);
@@ -329,7 +371,7 @@ int img_pull(struct img_store *s, const char *refstr, const struct img_pull_opts
 	r = get_manifest(&c, s, ref->digest ? ref->digest : ref->tag, ref->digest, top, err);
 	if (r == 0)
 		r = img_ingest(s, &c.f, top, name, source, ret, err);
-	curl_easy_cleanup(c.curl);
+	C.easy_cleanup(c.curl);
 	free(c.base);
 	free(c.repo);
 	free(c.token);
