@@ -145,18 +145,27 @@ static void set_port(struct sockaddr_storage *a, uint16_t port)
 		((struct sockaddr_in6 *)a)->sin6_port = htons(port);
 }
 
-int egress_resolve(const struct egress_resolve_map *m, const char *canon_name, uint16_t port,
-		   struct sockaddr_storage *ret, socklen_t *ret_len, bool *ret_explicit,
-		   const char **ret_reason)
+bool egress_resolve_map_lookup(const struct egress_resolve_map *m, const char *canon_name, uint16_t port,
+			       struct sockaddr_storage *ret, socklen_t *ret_len)
 {
 	for (size_t i = 0; m && i < m->n; i++)
 		if (streq(m->e[i].name, canon_name)) {
 			*ret = m->e[i].addr;
 			*ret_len = m->e[i].len;
 			set_port(ret, port);
-			*ret_explicit = true;
-			return 0;
+			return true;
 		}
+	return false;
+}
+
+int egress_resolve(const struct egress_resolve_map *m, const char *canon_name, uint16_t port,
+		   struct sockaddr_storage *ret, socklen_t *ret_len, bool *ret_explicit,
+		   const char **ret_reason)
+{
+	if (egress_resolve_map_lookup(m, canon_name, port, ret, ret_len)) {
+		*ret_explicit = true;
+		return 0;
+	}
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
 	if (getaddrinfo(canon_name, NULL, &hints, &res) != 0 || !res) {

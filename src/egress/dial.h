@@ -8,7 +8,8 @@
  * reserved (0/8, 240/4), documentation ranges, IPv4-mapped/compatible/NAT64/6to4/Teredo IPv6
  * forms (which embed an IPv4 address) and IPv6 site-local/discard. Only an explicit
  * `--resolve NAME=ADDR` may point a name at such an address.
- * egress_addr_vet is pure; egress_resolve calls getaddrinfo (blocking). */
+ * egress_addr_vet and the map are pure; egress_resolve calls getaddrinfo (blocking: the
+ * network thread leaves that to resolver.h's workers). */
 #pragma once
 
 #include <stdbool.h>
@@ -25,6 +26,10 @@ struct egress_resolve_map;
 /* Parses entries (NULL-terminated); names are canonicalised. -EINVAL names the bad entry. */
 int egress_resolve_map_new(char *const *entries, struct egress_resolve_map **ret, pd_err *err);
 void egress_resolve_map_free(struct egress_resolve_map *m);
+
+/* The map's address for canon_name:port: true and *ret set when the map names it. */
+bool egress_resolve_map_lookup(const struct egress_resolve_map *m, const char *canon_name, uint16_t port,
+			       struct sockaddr_storage *ret, socklen_t *ret_len);
 
 /* The address to dial for canon_name:port: from the map if it names it (not vetted: the user
  * said so), else the first vetted getaddrinfo answer. ret_explicit says which. -EHOSTUNREACH

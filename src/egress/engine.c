@@ -7,6 +7,7 @@
 
 #include "egress/engine.h"
 #include "egress/httpreq.h"
+#include "egress/resolver.h"
 #include "egress/sni.h"
 #include "net/dns.h"
 #include "util/fdio.h"
@@ -22,6 +23,7 @@ struct buf {
 
 struct conn {
 	struct conn *next;
+	uint64_t id;
 	enum egress_conn_kind kind;
 	enum conn_state state;
 	enum conn_mode mode;
@@ -34,6 +36,7 @@ struct conn {
 	char rule[EGRESS_RULE_TEXT_MAX + 16];
 	const char *reason;        /* why refused, or NULL */
 	bool fip_held, b_eof, u_eof, u_shut, b_shut, connected, logged;
+	bool resolving;            /* S_DIAL waiting for the resolver, no ufd yet */
 	/* box -> upstream: up[0..up_ok) is checked and may be forwarded */
 	struct buf up, down;
 	size_t up_ok;
@@ -53,7 +56,10 @@ struct egress_engine {
 	struct fakeip_pool *pool;
 	const struct egress_policy *policy;
 	struct conn *conns;
-	size_t n;
+	size_t n, max;
+	uint64_t next_id;
+	struct egress_resolver *resolver; /* started by the first name --resolve does not map */
+	int ridx;                         /* its fd's pollfd slot this round, -1 if none */
 	void (*fd_hook)(void *opaque, int fd);
 	void *fd_hook_opaque;
 };
@@ -80,6 +86,8 @@ struct egress_engine *egress_engine_new(const char *box, struct egress_audit *au
 	e->audit = audit;
 	e->resolve = resolve;
 	e->pool = pool;
+	e->max = EGRESS_CONNS_MAX;
+	e->ridx = -1;
 	return e;
 }
 
@@ -87,6 +95,11 @@ void egress_engine_set_fd_hook(struct egress_engine *e, void (*fn)(void *opaque,
 {
 	e->fd_hook = fn;
 	e->fd_hook_opaque = opaque;
+}
+
+void egress_engine_set_max_conns(struct egress_engine *e, size_t n)
+{
+	e->max = n < EGRESS_CONNS_MAX ? n : EGRESS_CONNS_MAX;
 }
 
 void egress_engine_set_policy(struct egress_engine *e, const struct egress_policy *p) { e->policy = p; }
@@ -245,17 +258,10 @@ static bool check_policy(struct egress_engine *e, struct conn *c)
 
 /* --- dialling -------------------------------------------------------------------------- */
 
-static void start_dial(struct egress_engine *e, struct conn *c)
+static void dial(struct egress_engine *e, struct conn *c, const struct sockaddr_storage *sa, socklen_t len)
 {
-	struct sockaddr_storage sa;
-	socklen_t len;
-	bool explicit_;
-	const char *why = "unreachable";
-	if (egress_resolve(e->resolve, c->name, c->port, &sa, &len, &explicit_, &why) < 0) {
-		refuse(c, why);
-		return;
-	}
-	int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	c->resolving = false;
+	int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		refuse(c, "socket-failed");
 		return;
@@ -264,7 +270,7 @@ static void start_dial(struct egress_engine *e, struct conn *c)
 		e->fd_hook(e->fd_hook_opaque, fd);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&sa, len) < 0 && errno != EINPROGRESS) {
+	if (connect(fd, (const struct sockaddr *)sa, len) < 0 && errno != EINPROGRESS) {
 		close(fd);
 		refuse(c, "connect-failed");
 		return;
@@ -272,6 +278,57 @@ static void start_dial(struct egress_engine *e, struct conn *c)
 	c->ufd = fd;
 	c->state = S_DIAL;
 	c->deadline = mono_ms() + EGRESS_DIAL_TIMEOUT_MS;
+}
+
+/* A --resolve name is dialled at once; any other goes to the resolver's workers (the host's
+ * resolver may take seconds: never on this thread) and is dialled when its answer is back. */
+static void start_dial(struct egress_engine *e, struct conn *c)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	if (egress_resolve_map_lookup(e->resolve, c->name, c->port, &sa, &len)) {
+		dial(e, c, &sa, len);
+		return;
+	}
+	if (!e->resolver) {
+		if (egress_resolver_new(&e->resolver) < 0) {
+			refuse(c, "resolver-failed");
+			return;
+		}
+		if (e->fd_hook)
+			e->fd_hook(e->fd_hook_opaque, egress_resolver_fd(e->resolver));
+	}
+	if (egress_resolver_submit(e->resolver, c->id, c->name, c->port) < 0) {
+		refuse(c, "resolver-busy");
+		return;
+	}
+	c->resolving = true;
+	c->state = S_DIAL;
+	c->deadline = mono_ms() + EGRESS_DIAL_TIMEOUT_MS;
+}
+
+static struct conn *conn_by_id(struct egress_engine *e, uint64_t id)
+{
+	for (struct conn *c = e->conns; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+/* Answers from the resolver: dial, or refuse with its reason. A connection that went away
+ * meanwhile has no one to take its answer. */
+static void resolved(struct egress_engine *e)
+{
+	struct egress_resolved a;
+	while (egress_resolver_next(e->resolver, &a) == 1) {
+		struct conn *c = conn_by_id(e, a.id);
+		if (!c || !c->resolving || c->state != S_DIAL)
+			continue;
+		if (a.err < 0)
+			refuse(c, a.reason);
+		else
+			dial(e, c, &a.addr, a.len);
+	}
 }
 
 static void dial_done(struct conn *c)
@@ -492,13 +549,14 @@ static void proxy_head(struct egress_engine *e, struct conn *c)
 void egress_engine_add(struct egress_engine *e, int fd, enum egress_conn_kind kind,
 		       struct in_addr addr, uint16_t port)
 {
-	if (e->n >= EGRESS_CONNS_MAX) {
+	if (e->n >= e->max) {
 		close(fd);
 		egress_engine_log_refused(e, "", port, "", "too-many-connections");
 		return;
 	}
 	fd_set_nonblock(fd, true);
 	struct conn *c = xcalloc(1, sizeof(*c));
+	c->id = ++e->next_id;
 	c->kind = kind;
 	c->bfd = fd;
 	c->ufd = -1;
@@ -551,6 +609,7 @@ void egress_engine_free(struct egress_engine *e)
 		e->conns = c->next;
 		conn_free(e, c);
 	}
+	egress_resolver_free(e->resolver);
 	free(e->box);
 	free(e);
 }
@@ -642,7 +701,7 @@ static void settle(struct conn *c, int64_t now)
 	if (c->state == S_DEAD)
 		return;
 	if (c->deadline && now > c->deadline) {
-		refuse(c, c->state == S_DIAL ? "connect-timeout" : "head-timeout");
+		refuse(c, c->resolving ? "resolve-timeout" : c->state == S_DIAL ? "connect-timeout" : "head-timeout");
 		return;
 	}
 	if (c->state != S_RELAY) {
@@ -667,6 +726,11 @@ static void settle(struct conn *c, int64_t now)
 void egress_engine_fill(struct egress_engine *e, struct pollfd *pfd, size_t *n, size_t cap, int *timeout_ms)
 {
 	int64_t now = mono_ms();
+	e->ridx = -1;
+	if (e->resolver && *n < cap) {
+		e->ridx = (int)*n;
+		pfd[(*n)++] = (struct pollfd){.fd = egress_resolver_fd(e->resolver), .events = POLLIN};
+	}
 	for (struct conn *c = e->conns; c; c = c->next) {
 		c->bidx = c->uidx = -1;
 		if (*n + 2 > cap)
@@ -702,6 +766,8 @@ void egress_engine_fill(struct egress_engine *e, struct pollfd *pfd, size_t *n, 
 void egress_engine_dispatch(struct egress_engine *e, struct pollfd *pfd)
 {
 	int64_t now = mono_ms();
+	if (e->ridx >= 0 && pfd[e->ridx].revents)
+		resolved(e);
 	for (struct conn **pc = &e->conns; *pc;) {
 		struct conn *c = *pc;
 		if (c->bidx >= 0 && pfd[c->bidx].revents && c->state != S_DEAD)

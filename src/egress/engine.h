@@ -55,6 +55,10 @@ const struct egress_policy *egress_engine_policy(const struct egress_engine *e);
  * first polled: the caller's poller must not trust what it cached for a reused fd number. */
 void egress_engine_set_fd_hook(struct egress_engine *e, void (*fn)(void *opaque, int fd), void *opaque);
 
+/* At most n connections at once (default and ceiling EGRESS_CONNS_MAX): the caller's fd
+ * budget (each costs libslirp's socket and the engine's two). */
+void egress_engine_set_max_conns(struct egress_engine *e, size_t n);
+
 /* Takes ownership of fd, a connection the box made to addr:port. */
 void egress_engine_add(struct egress_engine *e, int fd, enum egress_conn_kind kind,
 		       struct in_addr addr, uint16_t port);

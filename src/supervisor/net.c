@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -46,6 +47,7 @@ struct sup_net {
 	const struct sup_net_link *link;
 	int link_fd, wake;
 	struct poller *poller;
+	bool slirp_connected;
 	pthread_t thread;
 	bool running;
 	struct netstack *stack;
@@ -191,6 +193,15 @@ static void fd_fresh(void *opaque, int fd)
 {
 	struct sup_net *n = opaque;
 	poller_fresh(n->poller, fd);
+}
+
+/* libslirp opened a socket: a connect() to one of our listeners (an accept with nothing
+ * pending still allocates and frees a socket in the kernel, so only then) */
+static void slirp_fd(void *opaque, int fd)
+{
+	struct sup_net *n = opaque;
+	fd_fresh(n, fd);
+	n->slirp_connected = true;
 }
 
 /* --- listeners (one unix socket per forwarded box address:port) ------------------------ */
@@ -409,9 +420,10 @@ static void *net_thread(void *arg)
 			if (n->pfd[lbase + i].revents & POLLIN)
 				accept_all(n, &n->lst[i]);
 		egress_engine_dispatch(n->engine, n->pfd);
-		/* slirp may have connected to a listener during dispatch: accept right away */
-		for (size_t i = 0; i < n->n_lst; i++)
+		/* slirp connected to a listener during this round: accept right away */
+		for (size_t i = 0; n->slirp_connected && i < n->n_lst; i++)
 			accept_all(n, &n->lst[i]);
+		n->slirp_connected = false;
 	}
 	return NULL;
 }
@@ -455,6 +467,29 @@ static int publish(struct sup_net *n, const char *spec, pd_err *err)
 	return 0;
 }
 
+/* Each connection costs three fds (libslirp's socket, the engine's box and upstream
+ * sockets): the soft limit goes up to what EGRESS_CONNS_MAX needs (as far as the hard limit
+ * allows; the box's own limits were set when it started), and the engine takes no more
+ * connections than the fds left allow. An fd ceiling hit mid-accept would leave the pending
+ * connection in the backlog and the loop spinning on it. */
+static size_t fd_budget_conns(void)
+{
+	const rlim_t reserve = NET_LISTENERS_MAX + 128, want = reserve + 3 * (rlim_t)EGRESS_CONNS_MAX;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 16;
+	if (rl.rlim_cur < want && rl.rlim_cur != RLIM_INFINITY) {
+		struct rlimit up = {.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max,
+				    .rlim_max = rl.rlim_max};
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl.rlim_cur = up.rlim_cur;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return EGRESS_CONNS_MAX;
+	size_t lim = (size_t)rl.rlim_cur, avail = lim > 128 + 48 ? (lim - 128) / 3 : 16;
+	return avail;
+}
+
 static int setup(struct sup_net *n, pd_err *err)
 {
 	_cleanup_free_ char *log = xasprintf("%s/net.log", n->box_dir);
@@ -466,13 +501,14 @@ static int setup(struct sup_net *n, pd_err *err)
 	if (r == 0 && (r = egress_audit_open(log, &n->audit)) < 0)
 		pd_error(err, r, "cannot open %s", log);
 	if (r == 0 && (r = netstack_new(to_box, n, &n->stack, err)) == 0)
-		netstack_set_fd_hook(n->stack, fd_fresh);
+		netstack_set_fd_hook(n->stack, slirp_fd);
 	if (r == 0)
 		r = make_sock_dir(n, err);
 	if (r < 0)
 		return r;
 	n->engine = egress_engine_new(n->spec->name, n->audit, n->resolve, n->pool);
 	egress_engine_set_fd_hook(n->engine, fd_fresh, n);
+	egress_engine_set_max_conns(n->engine, fd_budget_conns());
 	egress_engine_set_policy(n->engine, n->policy);
 	if (add_listener(n, EGRESS_CONN_PROXY, VNET_PROXY, VNET_PROXY_PORT) < 0 ||
 	    add_listener(n, EGRESS_CONN_DNS, VNET_DNS, VNET_DNS_PORT) < 0)
