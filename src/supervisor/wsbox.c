@@ -9,6 +9,7 @@
 #include "proto/wsscan.h"
 #include "util/fdio.h"
 #include "util/log.h"
+#include "workspace/ws_boxscan.h"
 #include "workspace/ws_copyin.h"
 #include "workspace/ws_progress.h"
 
@@ -142,24 +143,62 @@ int box_run_fed(int ctl_fd, uint32_t stream, char *const *argv, const char *user
 	return run_fed_out(ctl_fd, stream, argv, user, in_fd, -1, 0, ret_stderr, stderr_len, NULL, err);
 }
 
-/* The box's scan of its fresh copy, saved raw as WSBOX_BASELINE: what "unchanged" looks like
+/* After a restore (the box got its own saved copy, not the project): keeps the records of
+ * files whose saved content is exactly the copy-in content. The saved tar is the box's output,
+ * read by the same hostile-input reader as any other (hashed only, nothing staged). */
+static int keep_restored_unchanged(int dfd, const char *name, pd_err *err)
+{
+	struct ws_limits lim = WS_LIMITS_DEFAULT;
+	struct ws_manifest base = {0}, restored = {0};
+	struct ws_notes notes = {0};
+	struct ws_bscan scan = {0};
+	_cleanup_close_ int tar = openat(dfd, WSBOX_SAVED_TAR, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int r = tar < 0 ? pd_error(err, errno, "cannot open %s", WSBOX_SAVED_TAR) : 0;
+	struct ws_tar_opts o = {.limits = &lim, .staging_fd = -1};
+	if (r == 0)
+		r = ws_manifest_load(dfd, WSBOX_BASE_MANIFEST, &lim, &base, err);
+	if (r == 0)
+		r = ws_manifest_from_tar(tar, &o, &restored, &notes, err);
+	if (r == 0)
+		r = ws_bscan_load(dfd, name, &lim, &scan, err);
+	if (r == 0) {
+		ws_bscan_keep_unchanged(&scan, &restored, &base);
+		_cleanup_free_ uint8_t *buf = NULL;
+		size_t len = ws_bscan_encode(&scan, &buf);
+		_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+		r = fd < 0 ? -errno : fd_write_all(fd, buf, len);
+		if (r < 0)
+			pd_error(err, r, "cannot write %s", name);
+	}
+	ws_bscan_free(&scan);
+	ws_manifest_free(&base);
+	ws_manifest_free(&restored);
+	ws_notes_free(&notes);
+	return r;
+}
+
+/* The box's scan of its fresh copy, saved as WSBOX_BASELINE: what "unchanged" looks like
  * inside the box (inode, ctime). Taken before any session of the box has run, so before the
  * agent could touch anything. Best effort: without it, diff fetches every file. */
-static void save_baseline(int ctl_fd, const char *box_dir)
+static void save_baseline(int ctl_fd, const char *box_dir, bool restored)
 {
 	_cleanup_free_ char *tmp = xasprintf("%s/%s.tmp", box_dir, WSBOX_BASELINE);
 	_cleanup_free_ char *dst = xasprintf("%s/%s", box_dir, WSBOX_BASELINE);
+	_cleanup_close_ int dfd = open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	char *argv[] = {WSSCAN_BUILTIN, "--no-freeze", "/workspace", NULL};
-	char msg[512];
+	char msg[512] = "";
 	pd_err err = {0};
-	int st = fd < 0 ? -errno
-			: run_fed_out(ctl_fd, WSBOX_STREAM + 2, argv, "agent", -1, fd, WSBOX_BASELINE_MAX, msg,
-				      sizeof(msg), NULL, &err);
+	int st = fd < 0 || dfd < 0 ? -errno
+				   : run_fed_out(ctl_fd, WSBOX_STREAM + 2, argv, "agent", -1, fd, WSBOX_BASELINE_MAX,
+						 msg, sizeof(msg), NULL, &err);
+	if (st == 0 && restored)
+		st = keep_restored_unchanged(dfd, WSBOX_BASELINE ".tmp", &err);
 	if (st == 0 && fsync(fd) == 0 && rename(tmp, dst) == 0)
 		return;
 	pd_debug("no workspace baseline (status %d: %s %s)", st, err.msg, msg);
 	unlink(tmp);
+	unlink(dst);
 }
 
 /* The producer child: walks the project, writes the tar stream to out_fd, saves the copy-in
@@ -255,13 +294,9 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 		return pd_err_prefix(err, "workspace copy-in");
 	if (st != 0)
 		return pd_error_msg(err, EIO, "workspace copy-in: tar inside the box failed (%d): %s", st, msg);
-	/* a restored copy is the box's own work, not what it received: no baseline for it */
-	if (saved < 0) {
-		save_baseline(b->h.ctl_fd, box_dir);
-	} else {
-		_cleanup_free_ char *bl = xasprintf("%s/%s", box_dir, WSBOX_BASELINE);
-		unlink(bl);
-	}
+	/* a restored copy is the box's own work, not what it received: its baseline keeps only
+	 * the files it holds exactly as they were copied in */
+	save_baseline(b->h.ctl_fd, box_dir, saved >= 0);
 	/* the project also at its host path when the box has a root user to create it; best
 	 * effort: /workspace is the path that always works */
 	char *alias[] = {"sh", "-c", "mkdir -p \"${1%/*}\" 2>/dev/null && ln -sfn /workspace \"$1\" 2>/dev/null; exit 0",

@@ -266,6 +266,37 @@ static void test_merge(void **state)
 	ws_notes_free(&notes);
 }
 
+static void test_keep_unchanged(void **state)
+{
+	(void)state;
+	struct ws_limits lim = WS_LIMITS_DEFAULT;
+	struct ws_manifest base = {0}, restored = {0};
+	sample_base(&base);
+	base_add(&restored, WS_DIR, "d", NULL, 0);
+	base_add(&restored, WS_FILE, "d/a", NULL, 6);
+	restored.v[1].sha256[0] = 1; /* the saved copy changed d/a */
+	base_add(&restored, WS_SYMLINK, "d/l", "a", 0);
+	base_add(&restored, WS_FILE, "top", NULL, 6);
+	ws_manifest_sort(&restored);
+	struct sbuf b = {0};
+	sample(&b, 5);
+	struct ws_bscan s = {0}, back = {0};
+	assert_int_equal(feed_all(&s, &b), 1);
+	ws_bscan_keep_unchanged(&s, &restored, &base);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.v[0].path, "top");
+	uint8_t *enc;
+	size_t n = ws_bscan_encode(&s, &enc);
+	assert_int_equal(ws_bscan_feed(&back, enc, n, &lim, NULL), 1);
+	assert_int_equal(back.n, 1);
+	assert_string_equal(back.v[0].path, "top");
+	assert_int_equal(back.v[0].ctime_s, 5);
+	free(enc);
+	ws_bscan_free(&s), ws_bscan_free(&back);
+	ws_manifest_free(&base), ws_manifest_free(&restored);
+	free(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_feed_hostile),
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_keep_unchanged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

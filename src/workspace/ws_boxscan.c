@@ -160,6 +160,46 @@ int ws_bscan_load(int dirfd, const char *name, const struct ws_limits *lim, stru
 	return r < 0 ? r : 0;
 }
 
+void ws_bscan_keep_unchanged(struct ws_bscan *s, const struct ws_manifest *restored, const struct ws_manifest *base)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct ws_bstat *r = &s->v[i];
+		const struct ws_entry *a = r->kind == WSSCAN_FILE ? ws_manifest_find(restored, r->path) : NULL;
+		const struct ws_entry *b = a ? ws_manifest_find(base, r->path) : NULL;
+		if (a && b && a->type == WS_FILE && b->type == WS_FILE && a->size == b->size &&
+		    a->mode == b->mode && memcmp(a->sha256, b->sha256, WS_SHA256_LEN) == 0) {
+			s->v[k++] = *r;
+			continue;
+		}
+		free(r->path);
+		free(r->target);
+	}
+	s->n = k;
+}
+
+size_t ws_bscan_encode(const struct ws_bscan *s, uint8_t **ret)
+{
+	size_t cap = WSSCAN_HDR, len = 0;
+	for (size_t i = 0; i < s->n; i++)
+		cap += WSSCAN_HDR + strlen(s->v[i].path) + (s->v[i].target ? strlen(s->v[i].target) : 0);
+	uint8_t *out = xmalloc(cap);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ws_bstat *b = &s->v[i];
+		struct wsscan_rec r = {
+			.kind = b->kind, .mode = b->mode, .size = b->size, .ino = b->ino,
+			.mtime_s = b->mtime_s, .mtime_ns = b->mtime_ns, .ctime_s = b->ctime_s, .ctime_ns = b->ctime_ns,
+			.path = b->path, .path_len = strlen(b->path),
+			.target = b->target, .target_len = b->target ? strlen(b->target) : 0,
+		};
+		len += wsscan_encode(out + len, cap - len, &r);
+	}
+	struct wsscan_rec end = {.kind = WSSCAN_END, .size = s->n};
+	len += wsscan_encode(out + len, cap - len, &end);
+	*ret = out;
+	return len;
+}
+
 /* --- the plan ------------------------------------------------------------------------------ */
 
 void ws_bplan_free(struct ws_bplan *p)

@@ -43,6 +43,13 @@ int ws_bscan_read_fd(int fd, const struct ws_limits *lim, struct ws_bscan *ret, 
 /* Loads a whole saved scan from dirfd/name (-ENOENT when absent). */
 int ws_bscan_load(int dirfd, const char *name, const struct ws_limits *lim, struct ws_bscan *ret, pd_err *err);
 
+/* Keeps only the records of regular files whose content `restored` (the manifest of what was
+ * copied in: a saved copy, not the project) holds exactly as `base` does — a baseline taken
+ * after restoring a saved copy is valid for those alone. Pure. */
+void ws_bscan_keep_unchanged(struct ws_bscan *s, const struct ws_manifest *restored, const struct ws_manifest *base);
+/* Encodes s back into records plus the end record; returns the length of *ret (caller frees). */
+size_t ws_bscan_encode(const struct ws_bscan *s, uint8_t **ret);
+
 struct ws_bplan {
 	struct ws_manifest same; /* copy-in entries the box holds unchanged (sorted) */
 	char *fetch;             /* "./PATH\0" for each entry to fetch, for tar --null -T - */
