@@ -2,7 +2,7 @@
 # vm-build-rootfs.sh OUTPUT.img [SIZE] [SUITE] — the default vm base image: a minimal Debian
 # (mmdebstrap --variant=minbase, through the host's own apt sources) as a raw ext4 disk image,
 # with the agent user (uid/gid 1000) that paddock-init runs sessions as, and the few tools agents
-# (and the test suites) expect: curl, python3, ps.
+# (and the test suites) expect: curl, git, python3, ps.
 #
 # TODO(issue 6): the image store replaces this script (cache, progress bar, content keys,
 # unprivileged builds). Today it needs root: mmdebstrap's root mode builds a directory with
@@ -21,7 +21,7 @@ suite=${3:-bookworm}
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/paddock-rootfs.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 mmdebstrap --variant=minbase --mode=root --quiet \
-	--include=ca-certificates,curl,python3,procps \
+	--include=ca-certificates,curl,git,python3,procps \
 	--customize-hook='chroot "$1" groupadd -g 1000 agent' \
 	--customize-hook='chroot "$1" useradd -m -u 1000 -g 1000 -s /bin/bash agent' \
 	--customize-hook='echo paddock > "$1/etc/hostname"' \

@@ -88,6 +88,7 @@ t_write_outside_root_contained() {
 # -v HOST:BOX:ro — write, truncate, chmod, chown, utimes, xattr, create, link, rename,
 # unlink, and a re-open through /proc/self/fd: all refused, host dir unchanged
 t_ro_bind_modify() {
+	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
 	esc_begin
 	local d=$ESC_DIR/robind before
 	mkdir "$d" && printf 'ro canary %s\n' "$ESC_TOKEN" >"$d/canary" && chmod 0644 "$d/canary"
@@ -128,6 +129,7 @@ t_leaked_fds() {
 
 # the probe's own binary (a :ro bind of the host file), PID 1 (paddock-init), host binaries
 t_overwrite_exe() {
+	pd_only ns "the probe binary is a host file bound into the box; a vm guest gets its own copy, and its system files are its own disk (vm.sh: root_wipes_its_disk_base_and_next_box_unchanged)"
 	esc_begin
 	local libc
 	libc=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6 2>/dev/null || true)
@@ -178,6 +180,9 @@ t_chroot() { esc_simple chroot; }
 
 t_mknod() { esc_simple mknod; }
 
-t_dev_access() { esc_simple dev-access; }
+t_dev_access() {
+	esc_vm_guest_root "the guest's devtmpfs is the guest's own devices"
+	esc_simple dev-access
+}
 
 run_tests

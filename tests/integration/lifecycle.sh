@@ -105,7 +105,7 @@ t_logs_show_the_lifecycle() {
 }
 t_ls_json_is_valid() {
 	pd create j1 >/dev/null
-	pd ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["name"]=="j1" and d[0]["backend"]=="ns"'
+	pd ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["name"]=="j1" and d[0]["backend"]=="'"$PD_BACKEND"'"'
 	pd ls | grep -q '^j1 '
 	pd rm -f j1
 }

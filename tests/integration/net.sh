@@ -151,12 +151,14 @@ except OSError:
 
 t_published_port_reaches_the_box() {
 	local port=$((20000 + RANDOM % 20000))
-	pd_run -p 127.0.0.1:$port:8000 -- sh -c 'cd /tmp && echo published >i.txt && timeout 4 python3 -m http.server 8000 >/dev/null 2>&1' &
+	# (up to a minute: a vm guest boots in seconds under TCG, more on a loaded host)
+	"$PADDOCK" run --rm -p 127.0.0.1:$port:8000 -- sh -c 'cd /tmp && echo published >i.txt && timeout 60 python3 -m http.server 8000 >/dev/null 2>&1' &
 	local bg=$! out=""
-	for _ in $(seq 30); do
+	for _ in $(seq 300); do
 		out=$(curl -sS -m 1 http://127.0.0.1:$port/i.txt 2>/dev/null) && break
 		sleep 0.2
 	done
+	kill $bg 2>/dev/null || true
 	wait $bg || true
 	assert_eq "$out" "published"
 }

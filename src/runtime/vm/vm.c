@@ -189,6 +189,18 @@ static int prepare_disk(struct start_ctx *c, pd_err *err)
 	return 0;
 }
 
+/* Tests (PADDOCK_TESTING=1 only, see box_config.test_fail_layer) make a layer fail to prove
+ * that a box which cannot get it does not start. */
+static bool injected(const struct box_config *cfg, const char *layer)
+{
+	const char *l = cfg->test_fail_layer;
+	size_t n = strlen(layer);
+	for (; l && *l; l += strcspn(l, ","), l += *l == ',')
+		if (strncmp(l, layer, n) == 0 && (l[n] == ',' || l[n] == '\0'))
+			return true;
+	return false;
+}
+
 static int prepare_channels(struct start_ctx *c, pd_err *err)
 {
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->ctl) < 0 ||
@@ -201,6 +213,8 @@ static int prepare_channels(struct start_ctx *c, pd_err *err)
 	 * applies to senders the receiver is not connected to); the send buffer is raised so
 	 * that a burst from the stack to the guest is queued rather than dropped. */
 	if (c->cfg->network) {
+		if (injected(c->cfg, "network"))
+			return pd_error_msg(err, EPERM, "network layer: cannot create the guest's NIC (injected failure)");
 		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, c->net) < 0)
 			return pd_error(err, errno, "cannot create the network socket");
 		int buf = VM_NET_SOCKBUF;
