@@ -169,7 +169,8 @@ rss=$(bench_peak_rss_median_kb 3 "${QEMU[@]}") || rss=-
 bench_row "peak RSS: raw qemu (GNU time %M)" "$rss" KiB "" "" "guest RAM ${VM_MEM} MiB, mostly untouched"
 
 if [ $PD_VM = 1 ]; then
-	PD=("$PADDOCK" run --rm --backend vm --memory "${VM_MEM}M")
+	# no project to copy in: the anchor boots nothing of the sort either
+	PD=("$PADDOCK" run --rm --backend vm --workspace none --memory "${VM_MEM}M")
 	"$PADDOCK" run --help 2>&1 | grep -q -- '--accel' && PD+=(--accel "$ACCEL")
 	PD+=(--)
 	pd=$(bench_time_ms "${PD[@]}" true) || pd=-

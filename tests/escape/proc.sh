@@ -7,10 +7,14 @@
 . "$(dirname "${BASH_SOURCE[0]}")/escape-lib.sh"
 
 # no capabilities (effective, permitted, bounding, ambient), no_new_privs, seccomp filter
-t_confinement() { esc_simple confinement; }
+t_confinement() {
+	esc_vm_guest_kernel "no paddock seccomp filter or capability drop inside a vm guest yet; its kernel is its own"
+	esc_simple confinement
+}
 
 # user, mnt, pid, net, uts, ipc, cgroup: all new namespaces
 t_ns_distinct() {
+	pd_only ns "a vm guest's initial namespaces have the same fixed inode numbers as the host's (another kernel: vm.sh guest_runs_its_own_kernel)"
 	esc_begin
 	# shellcheck disable=SC2046
 	esc_blocked_both -- ns-distinct $(esc_host_ns)
@@ -20,6 +24,7 @@ t_ns_distinct() {
 # su/passwd/chfn/chsh from the host view, plus (host root only) a root-owned 04755 copy of
 # the probe and a copy with file capabilities: none may raise euid or capabilities
 t_setuid_binary() {
+	pd_only ns "a host setuid file bound in (-v); in a vm guest root is the guest's own (--user root is offered), no host path is shared"
 	esc_begin
 	local s=$ESC_DIR/suid extra=()
 	mkdir -m 0755 "$s"
@@ -38,9 +43,15 @@ t_setuid_binary() {
 	esc_host_unchanged
 }
 
-t_proc_sys_write() { esc_simple proc-sys-write; }
+t_proc_sys_write() {
+	esc_vm_guest_root "the guest's /proc/sys and /sys are its own kernel's"
+	esc_simple proc-sys-write
+}
 
-t_sysrq() { esc_simple sysrq; }
+t_sysrq() {
+	esc_vm_guest_root "the guest's sysrq reaches the guest's kernel"
+	esc_simple sysrq
+}
 
 t_cgroup_release_agent() {
 	esc_begin
