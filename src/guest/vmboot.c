@@ -57,6 +57,12 @@ static void cmdline_item(const char *tok, size_t n, struct vmboot_cmdline *c)
 		c->debug = streq(val, "1");
 	else if (kl == 11 && !strncmp(tok, "paddock.net", kl))
 		c->net = streq(val, "1");
+	else if (kl == 12 && !strncmp(tok, "paddock.pids", kl)) {
+		unsigned p;
+		char end;
+		if (sscanf(val, "%u%c", &p, &end) == 1 && p >= 8 && p <= 4194304)
+			c->pids = p;
+	}
 	else if (kl == 12 && !strncmp(tok, "paddock.root", kl) && vl < sizeof(c->root) &&
 		 charset_ok(val, vl, "abcdefghijklmnopqrstuvwxyz0123456789"))
 		memcpy(c->root, val, vl + 1);
@@ -368,6 +374,39 @@ static int network_up(bool net)
 	return r;
 }
 
+static int write_str(const char *path, const char *text)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+		int e = errno ? -errno : -EIO;
+		vlog("cannot write %s to %s: %s", text, path, strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
+/* --pids inside the guest: PID 1 moves into a pids cgroup of the guest's own cgroup2
+ * hierarchy, so every session and everything they start counts against pids.max (root in the
+ * guest included: RLIMIT_NPROC would not bind root). A fork bomb then stops at the limit
+ * instead of filling the guest's memory. Fails the boot if asked for and not possible. */
+static int limit_pids(unsigned pids)
+{
+	char n[32];
+	if (!pids)
+		return 0;
+	int r = mount_one("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (r == 0)
+		r = write_str("/sys/fs/cgroup/cgroup.subtree_control", "+pids");
+	if (r == 0 && mkdir("/sys/fs/cgroup/box", 0755) < 0 && errno != EEXIST)
+		r = -errno;
+	snprintf(n, sizeof(n), "%u", pids);
+	if (r == 0)
+		r = write_str("/sys/fs/cgroup/box/pids.max", n);
+	if (r == 0)
+		r = write_str("/sys/fs/cgroup/box/cgroup.procs", "0");
+	return r;
+}
+
 /* Replaces path (on the box's own disk) with a fresh file holding text. */
 static int write_file(const char *path, const char *text, mode_t mode)
 {
@@ -461,6 +500,8 @@ int vmboot(void)
 		r = box_files(&c);
 	if (r == 0)
 		r = network_up(c.net);
+	if (r == 0)
+		r = limit_pids(c.pids);
 	if (r < 0) {
 		close(ctl);
 		return r;

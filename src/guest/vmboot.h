@@ -29,12 +29,15 @@
  *   paddock.host=NAME      the box's hostname
  *   paddock.agent=UID:GID  the agent user (default 1000:1000)
  *   paddock.debug=1        one console line per stage-1 step, with the time since boot
+ *   paddock.pids=N         at most N tasks in the box (a pids cgroup around PID 1 and all
+ *                          it starts); absent: no limit
  *   paddock.net=1          the box has a network: wait for eth0 (the one virtio-net device)
  *                          and give it the box's fixed address (src/net/vnet.h) */
 struct vmboot_cmdline {
 	bool probe;
 	bool debug;
 	bool net;
+	unsigned pids;
 	char root[32];
 	char hostname[65];
 	unsigned agent_uid, agent_gid;

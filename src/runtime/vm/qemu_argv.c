@@ -53,10 +53,12 @@ char *qemu_kernel_cmdline(const struct qemu_config *c)
 	_cleanup_free_ char *tsc = c->accel == VM_ACCEL_TCG && c->tsc_khz
 					   ? xasprintf(" tsc_early_khz=%llu tsc=reliable", (unsigned long long)c->tsc_khz)
 					   : xstrdup("");
+	_cleanup_free_ char *pids = c->pids ? xasprintf(" paddock.pids=%u", c->pids) : xstrdup("");
 	return xasprintf("console=ttyS0 %s panic=-1 rdinit=/init 8250.nr_uarts=1 "
-			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s%s",
+			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s%s%s",
 			 c->verbose ? "loglevel=7 paddock.debug=1" : "quiet loglevel=4", tsc, c->name ? " paddock.host=" : "",
-			 c->name ? c->name : "", c->probe ? " paddock.probe=1" : "", c->net_fd >= 0 ? " paddock.net=1" : "");
+			 c->name ? c->name : "", c->probe ? " paddock.probe=1" : "", c->net_fd >= 0 ? " paddock.net=1" : "",
+			 pids);
 }
 
 static bool name_ok(const char *s)

@@ -134,6 +134,7 @@ static void test_optional_devices(void **state)
 	assert_int_equal(qemu_argv_build(&c, &v, NULL), 0);
 	assert_string_equal(opt(v, "-netdev", ""), "dgram,id=net0,local.type=fd,local.str=5");
 	assert_non_null(strstr(opt(v, "-append", ""), " paddock.net=1"));
+	assert_null(strstr(opt(v, "-append", ""), "paddock.pids")); /* 0: no limit */
 	assert_string_equal(opt(v, "-device", "virtio-net-device"), "virtio-net-device,netdev=net0");
 	/* a comma in a path is doubled, not an option separator */
 	assert_string_equal(opt(v, "-chardev", "socket,id=qmp"), "socket,id=qmp,path=/run/q,,mp.sock,server=on,wait=off");

@@ -18,6 +18,7 @@
 #include "util/log.h"
 
 #define VM_DEFAULT_MEMORY_MIB 1024
+#define VM_DEFAULT_PIDS 4096 /* as many tasks as an ns box gets by default */
 #define VM_QMP_QUIT_WAIT_MS 1000
 #define VM_INIT_OVERRIDE_MAX (64u * 1024u * 1024u)
 #define VM_NET_SOCKBUF (4 * 1024 * 1024) /* capped by net.core.wmem_max/rmem_max */
@@ -247,6 +248,7 @@ static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q)
 	q->accel = c->accel.accel;
 	q->memory_mib = cfg->memory ? (cfg->memory + (1u << 20) - 1) >> 20 : VM_DEFAULT_MEMORY_MIB;
 	q->cpus = cfg->cpus_milli ? (cfg->cpus_milli + 999) / 1000 : default_cpus(q->accel);
+	q->pids = cfg->pids ? cfg->pids : VM_DEFAULT_PIDS;
 	q->kernel = c->kernel.boot_path;
 	q->initrd = c->initrd;
 	q->tsc_khz = c->files.tsc_khz;
