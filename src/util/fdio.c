@@ -62,8 +62,10 @@ int read_fd_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	/* sized from fstat for regular files (one allocation, usually), else max + 1 */
-	bool sized = S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max;
+	/* sized from fstat for regular files (one allocation, usually), else max + 1. procfs and
+	 * sysfs files say size 0 and must be read in one go: a sysctl file answers any read at a
+	 * non-zero offset with EOF (a 1-byte first read of cap_last_cap "40" gave "4") */
+	bool sized = S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max;
 	size_t cap = sized ? (size_t)st.st_size + 1 : max + 1, len = 0;
 	_cleanup_free_ char *buf = xmalloc(cap + 1);
 	for (;;) {
@@ -192,16 +194,34 @@ void fd_close_async(int fd)
 {
 	if (fd < 0)
 		return;
+	int gate[2];
+	if (pipe2(gate, O_CLOEXEC) < 0) {
+		close(fd);
+		return;
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* the child forks once more so nobody has to reap the closer */
 		if (fork() == 0) {
-			close(fd);
+			/* hold nothing else (a caller's stdout pipe would keep its reader waiting), then
+			 * wait until the parent has dropped its reference: ours must be the last one */
+			int keep = fcntl(fd, F_DUPFD_CLOEXEC, 3), g = fcntl(gate[0], F_DUPFD_CLOEXEC, 3);
+			if (keep >= 0 && g >= 0) {
+				int lo = keep < g ? keep : g, hi = keep < g ? g : keep;
+				close_range(0, (unsigned)lo - 1, 0);
+				close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+				close_range((unsigned)hi + 1, ~0U, 0);
+				char c;
+				while (read(g, &c, 1) < 0 && errno == EINTR)
+					;
+			}
 			_exit(0);
 		}
 		_exit(0);
 	}
+	close(gate[0]);
 	close(fd);
+	close(gate[1]);
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
 }
