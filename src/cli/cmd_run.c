@@ -79,10 +79,12 @@ static char **session_env(const struct box_opts *o)
 static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_err *err)
 {
 	_cleanup_free_ char *dir = store_box_dir(home, o->spec.name);
+	pd_debug("run --rm: start");
 	int r = store_create(home, &o->spec, err);
 	if (r < 0)
 		return r;
 	int lock = store_lock(dir, "supervisor.lock", false);
+	pd_debug("run --rm: state created");
 	struct box box;
 	struct sup_net *net = NULL;
 	r = box_boot(&o->spec, dir, &box, err);
@@ -106,6 +108,7 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 	sup_net_stop(net);
 	pd_debug("run --rm: network stopped");
 	store_remove(dir, NULL);
+	pd_debug("run --rm: state removed");
 	if (lock >= 0)
 		close(lock);
 	return r < 0 ? r : status;

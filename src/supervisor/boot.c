@@ -150,7 +150,9 @@ void box_shutdown(struct box *b, bool graceful, uint32_t timeout_ms)
 	}
 	if (!graceful) {
 		b->rt->kill(&b->h);
+		pd_debug("shutdown: killed");
 		wait_exit(&b->h, now_ms() + 10000);
+		pd_debug("shutdown: exited");
 	}
 	if (b->h.ctl_fd >= 0)
 		close(b->h.ctl_fd);

@@ -109,10 +109,15 @@ struct ns_plan {
 	/* network (issue 4): a TAP "eth0" in the box's netns, its fd sent back on sync_fd */
 	bool network;
 	/* fds as the child sees them */
-	int sync_fd;              /* parent writes one byte when the cgroup and id maps are in place */
+	int sync_fd;              /* parent writes one byte when the id maps (and a cgroup it had to
+				   * move the child into) are in place */
+	int cg_join_fds[4];       /* cgroup v1: the box cgroups' `tasks` files, opened by the parent,
+				   * that the child writes "0" to first (see ns_cgroup_join_self);
+				   * -1 when unused (v2: the child is born in its cgroup) */
 	int report_fd;            /* CLOEXEC pipe: a struct ns_report on failure, EOF on exec */
 	int ctl_fd;               /* becomes NS_CTL_FD */
 	int init_fd;              /* sealed memfd of paddock-init */
+	int trace_fd;             /* PADDOCK_DEBUG: stderr for timestamps of the setup steps, else -1 */
 };
 
 /* What the child sends through report_fd when a layer fails (one atomic write). */
@@ -124,6 +129,9 @@ struct ns_report {
 
 /* child: records a failure into rep (vsnprintf only, no malloc) and returns -1. */
 int ns_fail(struct ns_report *rep, enum ns_layer layer, int code, const char *fmt, ...) _printf_(4, 5);
+/* child: with PADDOCK_DEBUG, one timestamped line per setup step on the caller's stderr (a
+ * stack buffer and write(2): nothing that allocates or locks). */
+void ns_trace(const struct ns_plan *p, const char *step);
 /* child: true when tests asked this layer to fail. */
 static inline bool ns_injected(const struct ns_plan *p, enum ns_layer l)
 {

@@ -354,6 +354,52 @@ int ns_cgroup_attach(const struct ns_cgroup *cg, pid_t pid, pd_err *err)
 	return 0;
 }
 
+_Static_assert(NS_CG_MAX == ARRAY_SIZE(((struct ns_plan *)0)->cg_join_fds), "one join fd per controller");
+
+int ns_cgroup_open_join(const struct ns_cgroup *cg, int *ret_clone_fd, int ret_task_fds[NS_CG_MAX], pd_err *err)
+{
+	int fds[NS_CG_MAX];
+	for (int c = 0; c < NS_CG_MAX; c++)
+		fds[c] = -1;
+	if (cg->version == 2) {
+		int fd = open(cg->dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return pd_error(err, errno, "cannot open cgroup %s", cg->dirs[0]);
+		*ret_clone_fd = fd;
+		memcpy(ret_task_fds, fds, sizeof(fds));
+		return 0;
+	}
+	for (int c = 0; c < NS_CG_MAX; c++) {
+		if (!cg->dirs[c])
+			continue;
+		_cleanup_free_ char *path = xasprintf("%s/tasks", cg->dirs[c]);
+		fds[c] = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fds[c] < 0) {
+			int e = errno;
+			for (int k = 0; k <= c; k++)
+				if (fds[k] >= 0)
+					close(fds[k]);
+			return pd_error(err, e, "cannot open %s", path);
+		}
+	}
+	*ret_clone_fd = -1;
+	memcpy(ret_task_fds, fds, sizeof(fds));
+	return 0;
+}
+
+/* child: safe — the files are the box's own cgroups, opened by the supervisor (whose
+ * credentials the kernel checks), and "0" moves nothing but this single-threaded process. */
+int ns_cgroup_join_self(const struct ns_plan *p, struct ns_report *rep)
+{
+	for (int c = 0; c < NS_CG_MAX; c++) {
+		if (p->cg_join_fds[c] < 0)
+			continue;
+		if (write(p->cg_join_fds[c], "0", 1) != 1)
+			return ns_fail(rep, NS_LAYER_CGROUP, errno, "cannot join the box's %s cgroup", ctrl_names[c]);
+	}
+	return 0;
+}
+
 /* --- killing and removing --------------------------------------------------------------- */
 
 static void sleep_ms(long ms)
@@ -412,6 +458,15 @@ void ns_cgroup_kill(const struct ns_cgroup *cg)
 	_cleanup_free_ char *fz = cg->dirs[NS_CG_FREEZER] ? xasprintf("%s/freezer.state", cg->dirs[NS_CG_FREEZER]) : NULL;
 	if (dir)
 		kill_loop(dir, fz, "FROZEN", "THAWED");
+}
+
+int ns_cgroup_remove_now(const struct ns_cgroup *cg)
+{
+	int ret = 0;
+	for (int c = 0; cg && c < NS_CG_MAX; c++)
+		if (cg->dirs[c] && rmdir(cg->dirs[c]) < 0 && errno != ENOENT && ret == 0)
+			ret = -errno;
+	return ret;
 }
 
 int ns_cgroup_remove(const struct ns_cgroup *cg)

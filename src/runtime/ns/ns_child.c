@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <grp.h>
 
+#include "runtime/ns/ns_cgroup.h"
 #include "runtime/ns/ns_confine.h"
 #include "runtime/ns/ns_landlock.h"
 #include "runtime/ns/ns_rootfs.h"
@@ -96,6 +97,7 @@ static int uts_and_net(const struct ns_plan *p, struct ns_report *rep)
 
 static int confine(const struct ns_plan *p, int *report_fd, struct ns_report *rep)
 {
+	ns_trace(p, "confine");
 	if (ns_confine_fds(p, report_fd, rep) < 0 || ns_confine_nnp(p, rep) < 0 || ns_confine_rlimits(p, rep) < 0)
 		return -1;
 	if (ns_confine_caps(p, rep) < 0 || ns_landlock_apply(p, rep) < 0 || ns_confine_seccomp(p, rep) < 0)
@@ -105,18 +107,27 @@ static int confine(const struct ns_plan *p, int *report_fd, struct ns_report *re
 
 static int setup(const struct ns_plan *p, int bind_fds[], int *report_fd, struct ns_report *rep)
 {
+	ns_trace(p, "start");
+	/* first, so that everything from here on is charged to the box and limited */
+	if (ns_cgroup_join_self(p, rep) < 0)
+		return -1;
+	ns_trace(p, "cgroup joined");
 	umask(0);
 	reset_signals();
 	if (ns_rootfs_open_binds(p, bind_fds, rep) < 0)
 		return -1;
 	wait_for_parent(p);
+	ns_trace(p, "parent done");
 	/* before the uid change, which drops CAP_NET_ADMIN over the box's namespaces */
 	if (ns_net_tap(p, rep) < 0)
 		return -1;
+	ns_trace(p, "tap");
 	if (become_box_user(p, rep) < 0 || die_with_parent(p, rep) < 0 || cgroup_ns(p, rep) < 0)
 		return -1;
+	ns_trace(p, "user");
 	if (ns_rootfs_build(p, bind_fds, rep) < 0 || uts_and_net(p, rep) < 0)
 		return -1;
+	ns_trace(p, "rootfs");
 	umask(022);
 	if (confine(p, report_fd, rep) < 0)
 		return -1;

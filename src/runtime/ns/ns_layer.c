@@ -2,6 +2,7 @@
  * injection, limits with defaults, name and path validation. */
 #include <limits.h>
 #include <stdarg.h>
+#include <time.h>
 
 #include "runtime/ns/ns.h"
 
@@ -147,4 +148,16 @@ int ns_fail(struct ns_report *rep, enum ns_layer layer, int code, const char *fm
 	vsnprintf(rep->msg, sizeof(rep->msg), fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+void ns_trace(const struct ns_plan *p, const char *step)
+{
+	if (p->trace_fd < 0)
+		return;
+	struct timespec ts;
+	char line[128];
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int n = snprintf(line, sizeof(line), "[%ld.%06ld child] %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, step);
+	if (n > 0)
+		(void)!write(p->trace_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }

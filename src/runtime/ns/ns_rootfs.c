@@ -664,7 +664,15 @@ int ns_rootfs_build(const struct ns_plan *p, const int bind_fds[], struct ns_rep
 		return -1;
 	if (make_skeleton(p, rep) < 0 || (!p->rootfs && host_view(rep) < 0))
 		return -1;
-	if (build_etc(p, rep) < 0 || build_dev(p, rep) < 0 || do_binds(p, bind_fds, rep) < 0 || build_proc(rep) < 0)
+	ns_trace(p, "rootfs: root and skeleton");
+	if (build_etc(p, rep) < 0)
 		return -1;
+	ns_trace(p, "rootfs: etc");
+	if (build_dev(p, rep) < 0)
+		return -1;
+	ns_trace(p, "rootfs: dev");
+	if (do_binds(p, bind_fds, rep) < 0 || build_proc(rep) < 0)
+		return -1;
+	ns_trace(p, "rootfs: binds and proc");
 	return pivot_into_box(rep);
 }

@@ -35,6 +35,8 @@ struct start_ctx {
 	struct ns_limits lim;
 	struct ns_file etc[NS_ETC_N_GENERATED];
 	struct ns_cgroup *cg;
+	int cg_clone_fd;         /* v2: the box cgroup for CLONE_INTO_CGROUP */
+	bool cg_attach;          /* the parent must move the child (v2 kernel without it) */
 	int ctl[2], sync[2], report[2];
 	pid_t pid;
 	int pidfd;
@@ -167,6 +169,7 @@ static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_f
 	plan_limits(p, &c->lim);
 	plan_env(p, cfg->name);
 	p->init_fd = init_fd;
+	p->trace_fd = pd_debug_enabled ? STDERR_FILENO : -1;
 	return plan_security(p, err);
 }
 
@@ -174,6 +177,8 @@ static int make_cgroup(struct start_ctx *c, const char *name, pd_err *err)
 {
 	int r = injected(c, NS_LAYER_CGROUP, err, "cannot create the box cgroup");
 	if (r == 0 && ns_cgroup_create(name, &c->lim, &c->cg, err) < 0)
+		r = layer_error(err, NS_LAYER_CGROUP);
+	if (r == 0 && ns_cgroup_open_join(c->cg, &c->cg_clone_fd, c->plan.cg_join_fds, err) < 0)
 		r = layer_error(err, NS_LAYER_CGROUP);
 	return r;
 }
@@ -208,7 +213,22 @@ static int spawn(struct start_ctx *c, pd_err *err)
 		.pidfd = (uint64_t)(uintptr_t)&c->pidfd,
 		.exit_signal = SIGCHLD,
 	};
-	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	long pid = -1;
+	if (c->cg_clone_fd >= 0) {
+		/* cgroup v2: born in the box cgroup (Linux >= 5.7), no migration at all */
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)c->cg_clone_fd;
+		pid = syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid < 0 && (errno == EINVAL || errno == E2BIG)) {
+			/* an older kernel: clone plainly and move the child by pid before it goes on */
+			ca.flags &= ~(uint64_t)CLONE_INTO_CGROUP;
+			ca.cgroup = 0;
+			c->cg_attach = true;
+			pid = syscall(SYS_clone3, &ca, sizeof(ca));
+		}
+	} else {
+		pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	}
 	if (pid < 0) {
 		pd_error(err, errno, "cannot create the box's namespaces (clone3)");
 		return layer_error(err, NS_LAYER_USERNS);
@@ -219,14 +239,17 @@ static int spawn(struct start_ctx *c, pd_err *err)
 	close_fd(&c->ctl[1]);
 	close_fd(&c->sync[0]);
 	close_fd(&c->report[1]);
+	close_fd(&c->cg_clone_fd);
+	for (size_t i = 0; i < ARRAY_SIZE(c->plan.cg_join_fds); i++)
+		close_fd(&c->plan.cg_join_fds[i]);
 	return 0;
 }
 
-/* Cgroup first (so everything the child allocates from now on is charged and limited), then
- * the id maps, then the go-ahead. */
+/* The cgroup (when the child could not join it itself: so everything the child allocates from
+ * now on is charged and limited), then the id maps, then the go-ahead. */
 static int release_child(struct start_ctx *c, pd_err *err)
 {
-	if (ns_cgroup_attach(c->cg, c->pid, err) < 0)
+	if (c->cg_attach && ns_cgroup_attach(c->cg, c->pid, err) < 0)
 		return layer_error(err, NS_LAYER_CGROUP);
 	int r = injected(c, NS_LAYER_USERNS, err, "cannot write the box's uid map");
 	if (r == 0 && ns_idmaps_write(&c->maps, c->pid, err) < 0)
@@ -310,6 +333,9 @@ static void undo(struct start_ctx *c)
 	close_fd(&c->pidfd);
 	close_fd(&c->ctl[0]);
 	close_fd(&c->net_fd);
+	close_fd(&c->cg_clone_fd);
+	for (size_t i = 0; i < ARRAY_SIZE(c->plan.cg_join_fds); i++)
+		close_fd(&c->plan.cg_join_fds[i]);
 }
 
 static void ctx_free(struct start_ctx *c)
@@ -323,20 +349,26 @@ static void ctx_free(struct start_ctx *c)
 
 int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_handle *ret, pd_err *err)
 {
-	struct start_ctx c = {.ctl = {-1, -1}, .sync = {-1, -1}, .report = {-1, -1}, .pidfd = -1, .net_fd = -1};
+	struct start_ctx c = {.ctl = {-1, -1}, .sync = {-1, -1}, .report = {-1, -1}, .pidfd = -1, .net_fd = -1,
+			      .cg_clone_fd = -1, .plan.cg_join_fds = {-1, -1, -1, -1}};
 	int r = validate(cfg, err);
 	if (r == 0)
 		r = prepare(&c, cfg, init_fd, err);
+	pd_debug("ns: prepared");
 	if (r == 0)
 		r = make_cgroup(&c, cfg->name, err);
+	pd_debug("ns: cgroup made");
 	if (r == 0)
 		r = open_channels(&c, err);
 	if (r == 0)
 		r = spawn(&c, err);
+	pd_debug("ns: spawned");
 	if (r == 0 && (r = release_child(&c, err)) < 0)
 		r = early_report(&c, r, err);
+	pd_debug("ns: released");
 	if (r == 0)
 		r = await_child(&c, err);
+	pd_debug("ns: child exec'd");
 	if (r == 0 && cfg->network && ns_net_recv_tap(c.sync[1], &c.net_fd, err) < 0)
 		r = layer_error(err, NS_LAYER_NET);
 	if (r < 0) {
@@ -368,13 +400,16 @@ static int ns_start(const struct box_config *cfg, struct box_handle *ret, pd_err
 #endif
 }
 
-/* SIGKILL to PID 1 through its pidfd ends the pid namespace (the kernel kills every process in
- * it); the cgroup kill also reaches anything that is somehow in the cgroup but not the pid ns. */
+/* SIGKILL to PID 1 through its pidfd ends the pid namespace: the kernel kills every process in
+ * it, and PID 1 is only reported dead once they are all gone. Every process of the box is in
+ * that namespace (nothing in the box can leave it: setns and unshare are denied), so the
+ * cgroup is empty when PID 1 has been reaped; ns_cleanup checks that and falls back to killing
+ * through the cgroup. Without a pidfd the cgroup kill is the only way. */
 static void ns_kill(struct box_handle *h)
 {
 	struct ns_box *b = h->priv;
-	if (h->pidfd >= 0)
-		syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
+	if (h->pidfd >= 0 && syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0) == 0)
+		return;
 	if (b)
 		ns_cgroup_kill(b->cg);
 }
@@ -383,9 +418,15 @@ static void ns_cleanup(struct box_handle *h)
 {
 	struct ns_box *b = h->priv;
 	if (b) {
-		if (ns_cgroup_remove(b->cg) == -EBUSY) {
+		/* busy: something is still in the box cgroup (PID 1 not reaped yet, or a process
+		 * that somehow left the pid namespace): kill through the cgroup, then wait */
+		if (ns_cgroup_remove_now(b->cg) == -EBUSY) {
+			pd_debug("ns: box cgroup busy after the box ended; killing through it");
 			ns_cgroup_kill(b->cg);
-			ns_cgroup_remove(b->cg);
+			if (ns_cgroup_remove(b->cg) == -EBUSY) {
+				ns_cgroup_kill(b->cg);
+				ns_cgroup_remove(b->cg);
+			}
 		}
 		ns_cgroup_free(b->cg);
 		free(b);
