@@ -34,7 +34,7 @@ int guest_init_memfd(pd_err *err)
 	_cleanup_close_ int fd = memfd_exec("paddock-init");
 	if (fd < 0)
 		return pd_error(err, fd, "cannot create a memfd for paddock-init");
-	int r = fd_write_all(fd, data, len);
+	int r = fd_write_image_data(fd, data, len);
 	if (r < 0)
 		return pd_error(err, r, "cannot write paddock-init into its memfd");
 	/* Sealed: no process, in the box or on the host, can change the init that boxes run,

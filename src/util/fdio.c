@@ -1,5 +1,7 @@
 /* fdio.c — fd and file helpers. */
 #include <fcntl.h>
+#include <link.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -224,4 +226,44 @@ void fd_close_async(int fd)
 	close(gate[1]);
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
+}
+
+struct image_find {
+	uintptr_t addr;
+	size_t len;
+	off_t offset;
+	bool found;
+};
+
+/* The main program is the first object dl_iterate_phdr reports. */
+static int find_in_main(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct image_find *f = arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && f->addr >= start && f->addr + f->len <= start + ph->p_filesz) {
+			f->offset = (off_t)(ph->p_offset + (f->addr - start));
+			f->found = true;
+		}
+	}
+	return 1; /* only the main program */
+}
+
+int fd_write_image_data(int fd, const void *data, size_t len)
+{
+	struct image_find f = {.addr = (uintptr_t)data, .len = len};
+	dl_iterate_phdr(find_in_main, &f);
+	_cleanup_close_ int exe = f.found ? open("/proc/self/exe", O_RDONLY | O_CLOEXEC) : -1;
+	size_t done = 0;
+	while (exe >= 0 && done < len) {
+		ssize_t n = sendfile(fd, exe, &f.offset, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	/* anything sendfile could not do is written from memory */
+	return done < len ? fd_write_all(fd, (const char *)data + done, len - done) : 0;
 }

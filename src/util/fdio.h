@@ -22,6 +22,11 @@ int write_file_replace_at(int dirfd, const char *path, const void *buf, size_t l
  * reference. For fds whose release is slow (a TAP device waits for an RCU grace period,
  * tens of ms) on a path someone is timing. Call only while single-threaded. */
 void fd_close_async(int fd);
+/* Writes len bytes at data, which lie in this program's own file-backed image (an embedded
+ * blob in .rodata), to fd: copied from the executable through the page cache (sendfile),
+ * so the blob is not faulted into this process's memory (~1 MB of paddock's peak RSS);
+ * falls back to writing from memory. */
+int fd_write_image_data(int fd, const void *data, size_t len);
 /* Writes a string to an existing file (e.g. /proc or cgroupfs knobs). */
 int write_file_str(const char *path, const char *s);
 int mkdir_p(const char *path, mode_t mode);
