@@ -54,6 +54,11 @@ size_t ns_seccomp_personality_rules(struct ns_sc_arg ret[NS_PERSONALITY_MAX_RULE
 /* Pure: would the expanded rules deny personality(arg)? (for tests) */
 bool ns_seccomp_personality_denied(uint64_t arg);
 
-/* Compiles the table into a BPF program (malloc'd filter; ns_seccomp_free). */
+/* The program the box loads: the table compiled at build time (gen-seccomp.c), so the
+ * supervisor needs no libseccomp. Static; nothing to free. */
+void ns_seccomp_program(struct sock_fprog *ret);
+
+/* Compiles the table into a BPF program with libseccomp (malloc'd filter; ns_seccomp_free).
+ * Used by gen-seccomp.c and the tests, not at run time. */
 int ns_seccomp_build(struct sock_fprog *ret, pd_err *err);
 void ns_seccomp_free(struct sock_fprog *prog);

@@ -127,8 +127,7 @@ static int plan_security(struct ns_plan *p, pd_err *err)
 	}
 	p->ll_handled_fs = ns_landlock_fs_handled(p->landlock_abi);
 	p->ll_scoped = ns_landlock_scoped(p->landlock_abi);
-	if (ns_seccomp_build(&p->seccomp, err) < 0)
-		return layer_error(err, NS_LAYER_SECCOMP);
+	ns_seccomp_program(&p->seccomp);
 	return 0;
 }
 
@@ -343,7 +342,6 @@ static void ctx_free(struct start_ctx *c)
 	int *fds[] = {&c->ctl[0], &c->ctl[1], &c->sync[0], &c->sync[1], &c->report[0], &c->report[1]};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		close_fd(fds[i]);
-	ns_seccomp_free(&c->plan.seccomp);
 	ns_etc_files_free(c->etc, NS_ETC_N_GENERATED);
 }
 
