@@ -101,12 +101,16 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 					  .user = o->spec.user, .tty = o->tty};
 		r = session_run(box.h.ctl_fd, 1, &req, &status, err);
 		pd_debug("run --rm: session ended");
-		/* --rm: nothing inside is worth a graceful stop; kill the whole box at once */
+		/* --rm: nothing inside is worth a graceful stop; kill the whole box at once, and take
+		 * its network down while the kernel tears the box down (a few ms of namespaces and
+		 * mounts) */
+		box_kill(&box);
+		sup_net_stop(TAKE_PTR(net));
+		pd_debug("run --rm: network stopped");
 		box_shutdown(&box, false, 0);
 		pd_debug("run --rm: box gone");
 	}
 	sup_net_stop(net);
-	pd_debug("run --rm: network stopped");
 	store_remove(dir, NULL);
 	pd_debug("run --rm: state removed");
 	if (lock >= 0)

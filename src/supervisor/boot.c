@@ -136,6 +136,12 @@ static bool wait_exit(const struct box_handle *h, int64_t deadline)
 	}
 }
 
+void box_kill(struct box *b)
+{
+	if (b->rt)
+		b->rt->kill(&b->h);
+}
+
 void box_shutdown(struct box *b, bool graceful, uint32_t timeout_ms)
 {
 	if (!b->rt)

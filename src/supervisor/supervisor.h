@@ -21,6 +21,9 @@ struct box {
 
 /* Starts the box described by spec and completes the protocol handshake with its init. */
 int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, pd_err *err);
+/* SIGKILLs the whole box and returns at once (the kernel tears it down meanwhile); finish
+ * with box_shutdown. */
+void box_kill(struct box *b);
 /* Stops the box: graceful STOP with a timeout when graceful, then kill, reap and clean up. */
 void box_shutdown(struct box *b, bool graceful, uint32_t timeout_ms);
 

@@ -406,7 +406,8 @@ static int ns_start(const struct box_config *cfg, struct box_handle *ret, pd_err
 static void ns_kill(struct box_handle *h)
 {
 	struct ns_box *b = h->priv;
-	if (h->pidfd >= 0 && syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0) == 0)
+	/* ESRCH: PID 1 has already exited, and with it everything in its pid namespace */
+	if (h->pidfd >= 0 && (syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0) == 0 || errno == ESRCH))
 		return;
 	if (b)
 		ns_cgroup_kill(b->cg);
