@@ -12,7 +12,7 @@
 # Peak RSS: GNU time %M of each whole command (for `run --rm` the supervisor runs inside
 # the paddock process, so this is the supervisor plus what it reaped: an upper bound), and
 # paddock's own VmHWM polled from /proc while a `run --rm -- sleep 1` box is alive
-# (target <= 4 MB). Concurrency: wall time for 50 boxes started at once (median of
+# (target <= 4 MB), and the detached supervisor's VmHWM after `create` + `exec -- true`. Concurrency: wall time for 50 boxes started at once (median of
 # BENCH_PAR_REPEATS, default 5), each running `sleep 0`.
 # Every command runs from an empty directory: paddock copies its working directory into
 # the box by default, so that copy costs the same (nothing) on every machine; a row with
@@ -74,6 +74,22 @@ paddock_own_hwm() {
 	[ ${#samples[@]} -gt 0 ] && printf '%s\n' "${samples[@]}" | bench_median
 }
 
+# the detached supervisor of a persistent box: VmHWM after `create` and one `exec -- true`
+detached_hwm() {
+	local r name st pid v samples=()
+	for ((r = 0; r < RSS_REPEATS; r++)); do
+		name=bench-rss-$$-$r
+		"$PADDOCK" create --workspace none "$name" >/dev/null 2>&1 || return 1
+		"$PADDOCK" exec "$name" -- true </dev/null >/dev/null 2>&1
+		st="$PADDOCK_HOME/boxes/$name/state.json"
+		pid=$(sed -n 's/.*"supervisor_pid":[[:space:]]*\([0-9]*\).*/\1/p' "$st" 2>/dev/null)
+		v=$([ -n "$pid" ] && bench_vmhwm_kb "$pid")
+		"$PADDOCK" rm -f "$name" >/dev/null 2>&1
+		[ -n "$v" ] && samples+=("$v")
+	done
+	[ ${#samples[@]} -gt 0 ] && printf '%s\n' "${samples[@]}" | bench_median
+}
+
 peak_rss() {
 	local bw srt pd own
 	bw=$(bench_peak_rss_median_kb "$RSS_REPEATS" "${BWRAP[@]}" true) || bw=-
@@ -86,6 +102,9 @@ peak_rss() {
 		bench_row "peak RSS: paddock run --rm -- true (GNU time %M)" "$pd" KiB "$bw" bwrap \
 			"incl. reaped children"
 		bench_row "peak RSS: paddock process alone (VmHWM)" "$own" KiB "" "-" "target <= 4096 KiB"
+		own=$(detached_hwm) || own=-
+		bench_row "peak RSS: detached supervisor, create + exec true (VmHWM)" "$own" KiB "" "-" \
+			"target <= 4096 KiB"
 	else
 		bench_row "peak RSS: paddock supervisor" - KiB "" - "$NA"
 	fi

@@ -1,5 +1,6 @@
 /* ns_idmap.c — subordinate id parsing, uid/gid map building (pure) and map writing. */
 #include <fcntl.h>
+#include <spawn.h>
 #include <limits.h>
 #include <pwd.h>
 #include <sys/wait.h>
@@ -302,10 +303,17 @@ const char *ns_idmap_helper(bool gid)
 	return NULL;
 }
 
-/* Runs newuidmap/newgidmap PID in out count... with an empty environment and no inherited
- * fds; captures its stderr for the error message. Safe: the helper itself checks
- * /etc/sub[ug]id for us, and pid is our unreaped child so it cannot name another process. */
-static int run_helper(bool gid, pid_t pid, const struct ns_idmap *m, pd_err *err)
+struct helper {
+	const char *path;
+	pid_t pid;
+	int err_fd;       /* read end of the helper's stderr */
+};
+
+/* Starts newuidmap/newgidmap PID in out count... with an empty environment and no inherited
+ * fds but its stderr pipe (posix_spawn: vfork, no copy of our address space). Safe: the
+ * helper itself checks /etc/sub[ug]id for us, and pid is our unreaped child so it cannot
+ * name another process. */
+static int start_helper(bool gid, pid_t pid, const struct ns_idmap *m, struct helper *ret, pd_err *err)
 {
 	const char *path = ns_idmap_helper(gid);
 	char *argv[2 + 3 * ARRAY_SIZE(m->e) + 1], num[1 + 3 * ARRAY_SIZE(m->e)][16];
@@ -327,30 +335,58 @@ static int run_helper(bool gid, pid_t pid, const struct ns_idmap *m, pd_err *err
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return pd_error(err, errno, "cannot create a pipe");
-	pid_t h = fork();
-	if (h < 0) {
-		close(pfd[0]), close(pfd[1]);
-		return pd_error(err, errno, "cannot fork %s", path);
-	}
-	if (h == 0) {
-		dup2(pfd[1], 2);
-		close_range(3, ~0U, 0);
-		execve(path, argv, envp);
-		_exit(127);
-	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	int r = posix_spawn(&ret->pid, path, &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
 	close(pfd[1]);
+	if (r != 0) {
+		close(pfd[0]);
+		return pd_error(err, r, "cannot start %s", path);
+	}
+	ret->path = path;
+	ret->err_fd = pfd[0];
+	return 0;
+}
+
+/* Collects its stderr and exit status. */
+static int finish_helper(struct helper *h, pd_err *err)
+{
 	char msg[512];
 	ssize_t n = 0, got;
-	while (n < (ssize_t)sizeof(msg) - 1 && (got = read(pfd[0], msg + n, sizeof(msg) - 1 - (size_t)n)) > 0)
+	while (n < (ssize_t)sizeof(msg) - 1 && (got = read(h->err_fd, msg + n, sizeof(msg) - 1 - (size_t)n)) > 0)
 		n += got;
 	msg[n > 0 ? n : 0] = '\0';
-	close(pfd[0]);
+	close(h->err_fd);
 	int st;
-	while (waitpid(h, &st, 0) < 0 && errno == EINTR)
+	while (waitpid(h->pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return pd_error_msg(err, EPERM, "%s failed: %s", path, msg[0] ? strtok(msg, "\n") : "no output");
+		return pd_error_msg(err, EPERM, "%s failed: %s", h->path, msg[0] ? strtok(msg, "\n") : "no output");
 	return 0;
+}
+
+/* Both helpers run at once: the maps are independent, and each helper costs a process start
+ * (a setuid binary with its libraries). */
+static int run_helpers(const struct ns_idmaps *m, pid_t pid, pd_err *err)
+{
+	struct helper u, g;
+	int r = start_helper(false, pid, &m->uid, &u, err);
+	if (r < 0)
+		return r;
+	pd_err gerr = {0};
+	int rg = start_helper(true, pid, &m->gid, &g, &gerr);
+	r = finish_helper(&u, err);
+	if (rg == 0)
+		rg = finish_helper(&g, &gerr);
+	if (r == 0 && rg < 0) {
+		if (err)
+			*err = gerr;
+		r = rg;
+	}
+	return r;
 }
 
 static int write_proc(pid_t pid, const char *file, const char *s, pd_err *err)
@@ -407,9 +443,7 @@ int ns_idmaps_write(const struct ns_idmaps *m, pid_t pid, pd_err *err)
 {
 	int r;
 	if (m->use_helpers) {
-		r = run_helper(false, pid, &m->uid, err);
-		if (r == 0)
-			r = run_helper(true, pid, &m->gid, err);
+		r = run_helpers(m, pid, err);
 	} else {
 		r = write_direct(m, pid, err);
 	}
