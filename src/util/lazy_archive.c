@@ -240,6 +240,11 @@ int archive_read_support_filter_gzip(struct archive *a0)
 	return PD_LAZY(&lib, archive_read_support_filter_gzip)(a0);
 }
 
+int archive_read_support_filter_xz(struct archive *a0)
+{
+	return PD_LAZY(&lib, archive_read_support_filter_xz)(a0);
+}
+
 int archive_read_support_filter_zstd(struct archive *a0)
 {
 	return PD_LAZY(&lib, archive_read_support_filter_zstd)(a0);
