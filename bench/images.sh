@@ -4,6 +4,7 @@
 #
 #   PADDOCK=build/src/cli/paddock bench/images.sh
 #   BENCH_IMAGES_COLD=1 ...   also the cold build rows (minutes; needs root and the mirror)
+#   BENCH_IMAGES_ONLY=sizes   only the image-size rows
 #
 # Rows:
 #   pi --version on the host (anchor for the warm run): @earendil-works/pi-coding-agent
@@ -74,7 +75,7 @@ image_sizes() {
 		bench_row "create+start from a cached 2 GB image vs 200 MB" - ms "" - "$NA"
 		return 0
 	fi
-	local mb t host
+	local mb host
 	for mb in 200 2048; do
 		"$PADDOCK" image inspect "bench/img:$mb" >/dev/null 2>&1 && continue
 		bench_log "generating and importing a $mb MB image (once)"
@@ -85,16 +86,29 @@ image_sizes() {
 			{ bench_row "create+start from a cached $mb MB image" - ms "" - "import failed"; return 0; }
 		rm -rf "$BENCH_WORK/layout-$mb"
 	done
-	host=$(BENCH_RUNS=$RUNS BENCH_WARMUP=1 bench_time_ms "$PADDOCK" run --rm --backend ns --workspace none \
-		-- /bin/true) || host=-
-	bench_row "run --rm (host view) -- true (reference)" "$host" ms
+	# interleaved (host view, 200 MB, 2 GB, host view, ...): on a shared machine the load
+	# drifts over a minute; interleaving gives the three the same conditions
+	local i t0 kind
 	declare -A T
-	for mb in 200 2048; do
-		T[$mb]=$(BENCH_RUNS=$RUNS BENCH_WARMUP=1 bench_time_ms "$PADDOCK" run --rm --backend ns \
-			--workspace none --image "bench/img:$mb" -- /bin/busybox true) || T[$mb]=-
+	for kind in host 200 2048; do : >"$BENCH_WORK/sizes-$kind"; done
+	for ((i = 0; i <= RUNS; i++)); do
+		for kind in host 200 2048; do
+			local img=()
+			[ "$kind" = host ] || img=(--image "bench/img:$kind")
+			t0=$(bench_now_ns)
+			"$PADDOCK" run --rm --backend ns --workspace none "${img[@]}" -- /bin/busybox true \
+				</dev/null >/dev/null 2>&1 || { bench_row "run --rm --image ($kind)" - ms "" - "run failed"; return 0; }
+			# the first round warms up and is not counted
+			[ "$i" = 0 ] || echo $(( ($(bench_now_ns) - t0) / 1000 )) >>"$BENCH_WORK/sizes-$kind"
+		done
 	done
-	bench_row "run --rm --image (200 MB cached) -- true" "${T[200]}" ms "$host" "host view"
-	bench_row "run --rm --image (2 GB cached) -- true" "${T[2048]}" ms "${T[200]}" "200 MB" "target <= 1.2x"
+	for kind in host 200 2048; do
+		T[$kind]=$(awk '{ printf "%.2f\n", $1 / 1000 }' "$BENCH_WORK/sizes-$kind" | bench_median)
+	done
+	host=${T[host]}
+	bench_row "run --rm (host view) -- busybox true (reference)" "$host" ms
+	bench_row "run --rm --image (200 MB cached) -- busybox true" "${T[200]}" ms "$host" "host view"
+	bench_row "run --rm --image (2 GB cached) -- busybox true" "${T[2048]}" ms "${T[200]}" "200 MB" "target <= 1.2x"
 }
 
 # install_commands: the pi profile's installCommands as one shell line: (a) && (b) && ...
@@ -156,8 +170,10 @@ cold() {
 }
 
 bench_header "images and profiles (issue 6) — $(bench_machine)"
-install_host_agent
-host_pi
-paddock_warm
+if [ "${BENCH_IMAGES_ONLY:-}" != sizes ]; then
+	install_host_agent
+	host_pi
+	paddock_warm
+fi
 image_sizes
-cold
+[ "${BENCH_IMAGES_ONLY:-}" = sizes ] || cold
