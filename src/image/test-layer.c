@@ -509,6 +509,41 @@ static void test_privileged_owners_modes_devices(void **state)
 	assert_int_equal(st.st_rdev, makedev(1, 3));
 }
 
+/* root's trees: owners moved into root's box range, ids beyond it become the range's nobody */
+static void test_privileged_owner_shift(void **state)
+{
+	struct fx *f = *state;
+	if (geteuid() != 0)
+		skip();
+	f->o.privileged = true;
+	f->o.uid_shift = 2000000000u;
+	f->o.gid_shift = 2100000000u;
+	struct tar *t = tar_new();
+	struct archive_entry *e = entry("rootfile", AE_IFREG, 0644);
+	archive_entry_set_size(e, 0);
+	put(t, e, NULL, 0);
+	e = entry("agentdir", AE_IFDIR, 0755);
+	archive_entry_set_uid(e, 1000);
+	archive_entry_set_gid(e, 1000);
+	put(t, e, NULL, 0);
+	e = entry("far", AE_IFLNK, 0777);
+	archive_entry_set_symlink(e, "rootfile");
+	archive_entry_set_uid(e, 70000);
+	archive_entry_set_gid(e, 4000000000LL);
+	put(t, e, NULL, 0);
+	apply_ok(f, t);
+	struct stat st;
+	assert_int_equal(fstatat(f->rootfd, "rootfile", &st, 0), 0);
+	assert_int_equal(st.st_uid, 2000000000u);
+	assert_int_equal(st.st_gid, 2100000000u);
+	assert_int_equal(fstatat(f->rootfd, "agentdir", &st, 0), 0);
+	assert_int_equal(st.st_uid, 2000001000u);
+	assert_int_equal(st.st_gid, 2100001000u);
+	assert_int_equal(fstatat(f->rootfd, "far", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_uid, 2000000000u + 65534);
+	assert_int_equal(st.st_gid, 2100000000u + 65534);
+}
+
 static void test_unprivileged_ignores_owners(void **state)
 {
 	struct fx *f = *state;
@@ -630,6 +665,7 @@ int main(void)
 		T(test_attack_symlink_replaced_not_followed),
 		T(test_devices_unprivileged),
 		T(test_privileged_owners_modes_devices),
+		T(test_privileged_owner_shift),
 		T(test_unprivileged_ignores_owners),
 		T(test_xattrs_user_only),
 		T(test_compressed),

@@ -147,6 +147,18 @@ t_pull_through_mirror() {
 	assert_status 125 pd image pull --registry-mirror http://mirror.example.com test/app:v1
 }
 
+t_pull_over_tls_with_a_private_ca() {
+	mk layout "$PADDOCK_HOME/lay"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+		-keyout "$PADDOCK_HOME/key.pem" -out "$PADDOCK_HOME/cert.pem" 2>/dev/null
+	start_registry "$PADDOCK_HOME/lay" --tls "$PADDOCK_HOME/cert.pem" "$PADDOCK_HOME/key.pem"
+	local out
+	out=$(pd image pull --registry-mirror "https://127.0.0.1:$PORT" test/app:v1 2>&1) && fail "an unknown CA was trusted"
+	assert_contains "$out" "certificate"
+	pd image pull --registry-mirror "https://127.0.0.1:$PORT" --ca-file "$PADDOCK_HOME/cert.pem" test/app:v1
+	check_tree "$(rootfs_of test/app:v1)"
+}
+
 t_pull_unknown_tag_and_no_registry() {
 	mk layout "$PADDOCK_HOME/lay"
 	start_registry "$PADDOCK_HOME/lay"

@@ -12,10 +12,11 @@ Serves the blobs of an OCI layout (tests/registry/mkimage.py) under any reposito
 With --auth every /v2/ request needs "Authorization: Bearer TOKEN", else 401 with
 "WWW-Authenticate: Bearer realm=…/token,service=test-registry,scope=repository:REPO:pull".
 With --corrupt, layer blobs are served with one byte changed (digest mismatch).
+With --tls CERT KEY, it speaks HTTPS (PEM files).
 With --redirect, blobs answer 307 to /direct/DIGEST (which never asks for a token).
 Writes the port it listens on to PORTFILE; logs one line per request to --log.
 """
-import argparse, json, os, secrets, sys
+import argparse, json, os, secrets, ssl, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ARGS = None
@@ -120,8 +121,13 @@ def main():
     ap.add_argument("--corrupt", action="store_true")
     ap.add_argument("--redirect", action="store_true")
     ap.add_argument("--log")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if ARGS.tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*ARGS.tls)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(ARGS.portfile + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
     os.rename(ARGS.portfile + ".tmp", ARGS.portfile)
