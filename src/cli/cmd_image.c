@@ -86,6 +86,26 @@ int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err)
 }
 
 
+/* The image config's Env go first, so -e given by the user wins. Entries come from the image:
+ * only NAME=VALUE with a valid name is taken (a bare NAME would forward the host's value). */
+static void image_env(struct img_store *s, const struct img_record *r, struct box_spec *spec)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	struct oci_config *c = NULL;
+	if (img_blob_read(s, r->config, OCI_CONFIG_MAX, &buf, &len, NULL) < 0 || oci_config_parse(buf, len, &c, NULL) < 0)
+		return;
+	char **env = NULL;
+	for (char **e = c->env; *e; e++)
+		if (strchr(*e, '='))
+			(void)cli_env_arg(*e, &env); /* an invalid name is skipped */
+	for (char **e = spec->env; e && *e; e++)
+		env = strv_append(env, *e);
+	strv_free(spec->env);
+	spec->env = env;
+	oci_config_free(c);
+}
+
 int cli_image_for_box(const char *image, struct box_spec *spec, pd_err *err)
 {
 	_cleanup_img_store_ struct img_store *s = NULL;
@@ -106,6 +126,7 @@ int cli_image_for_box(const char *image, struct box_spec *spec, pd_err *err)
 	if ((q = img_use(s, spec->name, r, &spec->rootfs, err)) < 0)
 		return q;
 	spec->image = xstrdup(r->name);
+	image_env(s, r, spec);
 	return 0;
 }
 

@@ -238,6 +238,9 @@ t_run_from_image_root_is_the_image() {
 	assert_contains "$out" "new"
 	assert_contains "$out" "changed"
 	assert_not_contains "$out" "HOSTUSR"
+	# the image config's Env applies; -e wins over it
+	assert_eq "$(bb_run -- /bin/busybox sh -c 'echo $IMAGE_TEST')" "1"
+	assert_eq "$(bb_run -e IMAGE_TEST=2 -- /bin/busybox sh -c 'echo $IMAGE_TEST')" "2"
 	# the image's owners: host root's trees are shifted into its boxes' range (files are
 	# root's inside); an ordinary user's trees are that user's (files are the agent's inside).
 	# Either way writes go to the box's layer, never to the stored tree.
