@@ -7,6 +7,8 @@
  * now: equal to the box's version -> already applied; equal to the base -> go; anything
  * else -> conflict. All host access goes through ws_open_beneath() and ws_host_*(). */
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 
 #include "ws_apply.h"
@@ -36,10 +38,12 @@ struct staged {
 	const char *name; /* last component of the box entry's path */
 	struct ws_host h; /* what the name held when we decided */
 	int tmpfd;        /* the temp file (-1 for a symlink) */
+	int sync_err;     /* errno of its fsync (flush_batch runs them in parallel) */
 	char tmp[WS_TMP_NAME_MAX];
 };
 
 #define BATCH 128
+#define SYNC_THREADS 8 /* fsyncs in flight besides the main thread */
 
 const char *ws_result_str(enum ws_result r)
 {
@@ -225,8 +229,8 @@ static void commit_one(struct apply *a, struct staged *s)
 {
 	hook(a, WS_PHASE_STAGED, a->diff.v[s->i].box->path, s->dirfd);
 	int r = 0;
-	if (s->tmpfd >= 0 && !a->o->no_sync && fsync(s->tmpfd) < 0)
-		r = -errno;
+	if (s->sync_err)
+		r = -s->sync_err;
 	else if (!ws_host_unchanged(s->dirfd, s->name, &s->h))
 		r = -ESTALE;
 	if (r < 0)
@@ -245,8 +249,42 @@ static void commit_one(struct apply *a, struct staged *s)
 
 /* The temp files of a batch are all written (writeback started) before the first fsync:
  * the first one commits the journal for all of them, the rest mostly wait for nothing. */
+struct sync_job {
+	struct staged *v;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *sync_worker(void *p)
+{
+	struct sync_job *j = p;
+	for (size_t k; (k = atomic_fetch_add(&j->next, 1)) < j->n;)
+		if (j->v[k].tmpfd >= 0)
+			j->v[k].sync_err = fsync(j->v[k].tmpfd) < 0 ? errno : 0;
+	return NULL;
+}
+
+/* The batch's fsyncs, several at a time: on a filesystem without a journal (or a slow disk)
+ * each one is its own synchronous write, and a queue of them is far faster than a line.
+ * Nothing is renamed before its own fsync has returned, so crash safety is unchanged. */
+static void sync_batch(struct apply *a)
+{
+	struct sync_job j = {.v = a->batch, .n = a->nbatch};
+	pthread_t t[SYNC_THREADS];
+	size_t started = 0;
+	if (!a->o->no_sync)
+		for (; started < SYNC_THREADS && started + 1 < a->nbatch; started++)
+			if (pthread_create(&t[started], NULL, sync_worker, &j) != 0)
+				break;
+	if (!a->o->no_sync)
+		sync_worker(&j); /* this thread too, and alone when no thread could start */
+	for (size_t k = 0; k < started; k++)
+		pthread_join(t[k], NULL);
+}
+
 static void flush_batch(struct apply *a)
 {
+	sync_batch(a);
 	for (size_t k = 0; k < a->nbatch; k++)
 		commit_one(a, &a->batch[k]);
 	a->nbatch = 0;
@@ -268,6 +306,7 @@ static void write_entry(struct apply *a, size_t i, int *dirfd, const char *name,
 		return;
 	}
 	s->i = i;
+	s->sync_err = 0;
 	s->dirfd = TAKE_FD(*dirfd);
 	s->name = name;
 	s->h = *h;
