@@ -230,8 +230,13 @@ esc_tty_run() {
 	local opts=() cmd
 	while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
 	shift
-	cmd=$(printf '%q ' "$PADDOCK" run --rm --backend "$PD_BACKEND" -v "$PD_PROBE:/.probe/paddock-probe:ro" \
-		"${opts[@]}" -- /.probe/paddock-probe "$@")
+	if [ "$PD_BACKEND" = vm ]; then # (no host path in a guest: the probe rides the workspace copy)
+		mkdir -p .probe && cp "$PD_PROBE" .probe/paddock-probe
+		cmd=$(printf '%q ' "$PADDOCK" run --rm --backend vm "${opts[@]}" -- /workspace/.probe/paddock-probe "$@")
+	else
+		cmd=$(printf '%q ' "$PADDOCK" run --rm --backend "$PD_BACKEND" -v "$PD_PROBE:/.probe/paddock-probe:ro" \
+			"${opts[@]}" -- /.probe/paddock-probe "$@")
+	fi
 	ESC_RC=0
 	ESC_OUT=$(timeout -k 10 "${ESC_TIMEOUT:-120}" script -qec "$cmd ${ESC_TTY_REDIR:-}" /dev/null </dev/null 2>&1) ||
 		ESC_RC=$?
