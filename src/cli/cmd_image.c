@@ -1,13 +1,17 @@
 /* cmd_image.c — `paddock image ls|inspect|rm|gc|import|pull`: the image store
  * ($PADDOCK_HOME/images, src/image/store.h). */
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <time.h>
 
 #include "cli/cli.h"
 #include "image/base.h"
 #include "image/import.h"
+#include "image/oci_json.h"
 #include "image/registry.h"
+#include "profile/profile.h"
+#include "util/fdio.h"
 #include "runtime/ns/ns_idmap.h"
 
 static void image_help(FILE *f)
@@ -24,8 +28,9 @@ static void image_help(FILE *f)
 		   "digest prefix. import reads a `docker save` tarball or an OCI layout (directory or\n"
 		   "tar); pull speaks the OCI distribution API (linux/amd64 picked from manifest lists,\n"
 		   "anonymous token auth, every digest verified). --registry-mirror (or\n"
-		   "$PADDOCK_REGISTRY_MIRROR) replaces docker.io. rm forgets images; gc removes blobs\n"
-		   "and trees that no image and no existing sandbox uses. build makes a Debian base\n"
+		   "$PADDOCK_REGISTRY_MIRROR, or \"registryMirror\" in $XDG_CONFIG_HOME/paddock/images.json)\n"
+		   "replaces docker.io. rm forgets images; gc removes blobs and trees that no image and no\n"
+		   "existing sandbox uses. build makes a Debian base\n"
 		   "image with mmdebstrap through the host's apt sources.\n");
 }
 
@@ -233,6 +238,31 @@ static void print_added(const struct img_record *r)
 	printf("%s %s (%s, %s)\n", r->name, r->digest, r->contents, size);
 }
 
+/* The "registryMirror" key of $XDG_CONFIG_HOME/paddock/images.json (the user's own file: read
+ * strictly, size-capped; other keys ignored). NULL when absent. */
+static int config_mirror(char **ret, pd_err *err)
+{
+	_cleanup_free_ char *dir = profile_config_dir();
+	_cleanup_free_ char *path = dir ? xasprintf("%s/images.json", dir) : NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	*ret = NULL;
+	int r = path ? read_file_at(AT_FDCWD, path, 64 * 1024, &buf, &len) : -ENOENT;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return pd_error(err, r, "cannot read %s", path);
+	cJSON *root = NULL;
+	const char *m = NULL;
+	r = oci_json_parse(buf, len, 64 * 1024, path, &root, err);
+	if (r == 0 && !cJSON_IsObject(root))
+		r = pd_error_msg(err, EINVAL, "%s: expected an object", path);
+	if (r == 0 && (r = oci_json_string(root, "registryMirror", false, 2048, path, "", &m, err)) == 0)
+		*ret = xstrdup(m);
+	cJSON_Delete(root);
+	return r == -ENOENT ? 0 : r;
+}
+
 static int image_add(const char *verb, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -266,6 +296,14 @@ static int image_add(const char *verb, int argc, char **argv)
 	pd_err err = {0};
 	_cleanup_img_store_ struct img_store *s = NULL;
 	_cleanup_img_record_ struct img_record *r = NULL;
+	_cleanup_free_ char *mirror = NULL;
+	/* --registry-mirror, else $PADDOCK_REGISTRY_MIRROR (registry.c), else the config key */
+	const char *env_mirror = getenv("PADDOCK_REGISTRY_MIRROR");
+	if (pull && !po.mirror && !(env_mirror && *env_mirror)) {
+		if (config_mirror(&mirror, &err) < 0)
+			return cli_fail(&err);
+		po.mirror = mirror;
+	}
 	if (cli_image_store(IMG_LOCK_SHARED, &s, &err) < 0)
 		return cli_fail(&err);
 	int q = pull ? img_pull(s, argv[optind], &po, &r, &err) : img_import(s, argv[optind], &io, &r, &err);

@@ -9,11 +9,11 @@
 #include "profile/profile.h"
 #include "util/fdio.h"
 
-char *profile_user_dir(void)
+char *profile_config_dir(void)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	if (xdg && xdg[0] == '/')
-		return xasprintf("%s/paddock/agents", xdg);
+		return xasprintf("%s/paddock", xdg);
 	const char *home = getenv("HOME");
 	if (!home || home[0] != '/') {
 		struct passwd *pw = getpwuid(getuid());
@@ -21,7 +21,13 @@ char *profile_user_dir(void)
 	}
 	if (!home || home[0] != '/')
 		return NULL;
-	return xasprintf("%s/.config/paddock/agents", home);
+	return xasprintf("%s/.config/paddock", home);
+}
+
+char *profile_user_dir(void)
+{
+	_cleanup_free_ char *c = profile_config_dir();
+	return c ? xasprintf("%s/agents", c) : NULL;
 }
 
 static const struct profile_builtin *builtin_find(const char *name)

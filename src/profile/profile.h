@@ -85,9 +85,11 @@ int profile_check_complete(const struct profile *p, pd_err *err);
  * present (what `paddock profile show NAME` prints). malloc'd. */
 char *profile_to_json(const struct profile *p);
 
-/* The user directory: $XDG_CONFIG_HOME/paddock/agents if XDG_CONFIG_HOME is absolute, else
- * $HOME/.config/paddock/agents (HOME from the passwd entry when unset). malloc'd; NULL when
+/* paddock's configuration directory: $XDG_CONFIG_HOME/paddock if XDG_CONFIG_HOME is absolute,
+ * else $HOME/.config/paddock (HOME from the passwd entry when unset). malloc'd; NULL when
  * neither is known. */
+char *profile_config_dir(void);
+/* The user directory of profiles: profile_config_dir()/agents. */
 char *profile_user_dir(void);
 
 /* Loads NAME: built-in, then user_dir/NAME.json merged on top (user_dir may be NULL). An

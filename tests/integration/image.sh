@@ -143,6 +143,12 @@ t_pull_through_mirror() {
 	PADDOCK_REGISTRY_MIRROR="http://127.0.0.1:$PORT" pd image pull --name mirrored/app:1 docker.io/test/app:single
 	assert_contains "$(pd image ls)" "docker.io/test/app:v1"
 	assert_contains "$(pd image ls)" "docker.io/mirrored/app:1"
+	# the config key, when neither the flag nor the variable is given
+	mkdir -p "$PADDOCK_HOME/cfg/paddock"
+	printf '{"registryMirror": "http://127.0.0.1:%s"}\n' "$PORT" >"$PADDOCK_HOME/cfg/paddock/images.json"
+	XDG_CONFIG_HOME="$PADDOCK_HOME/cfg" pd image pull --name fromconfig/app:1 test/app:single
+	printf '{"registryMirror": 5}' >"$PADDOCK_HOME/cfg/paddock/images.json"
+	assert_status 125 env XDG_CONFIG_HOME="$PADDOCK_HOME/cfg" "$PADDOCK" image pull test/app:single
 	# plain http to a mirror off loopback is refused
 	assert_status 125 pd image pull --registry-mirror http://mirror.example.com test/app:v1
 }
