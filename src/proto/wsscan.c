@@ -47,7 +47,9 @@ size_t wsscan_encode(uint8_t *out, size_t cap, const struct wsscan_rec *r)
 	proto_put_u32(out + 36, r->mtime_ns);
 	put_u64(out + 40, (uint64_t)r->ctime_s);
 	proto_put_u32(out + 48, r->ctime_ns);
-	memcpy(out + WSSCAN_HDR, r->path, r->path_len);
+	/* the tree's root is a record with an empty path (and maybe a NULL pointer) */
+	if (r->path_len)
+		memcpy(out + WSSCAN_HDR, r->path, r->path_len);
 	if (r->target_len)
 		memcpy(out + WSSCAN_HDR + r->path_len, r->target, r->target_len);
 	return n;
