@@ -201,6 +201,8 @@ paddock_ready() {
 }
 
 paddock_side() {
+	# an empty cwd: `run` copies the current directory into the box
+	cd "$BENCH_WORK/empty-cwd" || bench_die "no $BENCH_WORK/empty-cwd"
 	if ! paddock_ready; then
 		bench_log "PADDOCK=${PADDOCK:-unset}: $NA"
 		bench_row "HTTPS ${SIZE_MB} MiB from a paddock box" - MiB/s "" - "$NA"
@@ -232,17 +234,18 @@ paddock_side() {
 # network stack) is the paddock process itself, so its VmRSS is the supervisor's
 hold_conns() {
 	local out="$EG/hold.out" pid i rss="-" hwm="-" t0 t1 took="-"
+	rm -f "$out" # a line left by an earlier run must not count
 	t0=$(bench_now_ns)
 	"$PADDOCK" run --rm --backend ns --net none --allow "$NAME:$HTTP_PORT" \
 		--resolve "$NAME=127.0.0.1" -- python3 -c "$(cat "$BENCH_DIR/hold-conns.py")" \
 		"$NAME" "$HTTP_PORT" "$HOLD" 5 </dev/null >"$out" 2>&1 &
 	pid=$!
 	for ((i = 0; i < HOLD_TIMEOUT * 10; i++)); do
-		grep -q '^held' "$out" && break
+		grep -qs '^held' "$out" && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	if grep -q '^held' "$out"; then
+	if grep -qs '^held' "$out"; then
 		t1=$(bench_now_ns)
 		took=$(awk -v d="$((t1 - t0))" 'BEGIN { printf "%.1f", d / 1e9 }')
 		rss=$(bench_vmrss_kb "$pid") || rss=-

@@ -40,6 +40,10 @@ struct conn {
 	/* box -> upstream: up[0..up_ok) is checked and may be forwarded */
 	struct buf up, down;
 	size_t up_ok;
+	/* upstream -> box once a connection carries bulk: a pipe the bytes are spliced through
+	 * (pages moved, not copied through our buffer) */
+	int dpipe[2];
+	size_t dpipe_len, dpipe_cap;
 	/* HTTP: per-request parsing */
 	struct egress_httpreq_state hs;
 	bool in_body, proxy_abs;
@@ -222,6 +226,73 @@ static int buf_write(struct buf *b, int fd, size_t lim)
 	buf_consume(b, (size_t)n);
 	return (int)n;
 }
+
+/* --- splicing the download ------------------------------------------------------------ */
+
+/* A connection starts splicing after this much downloaded (an idle or chatty connection
+ * never holds a pipe), with a pipe of EGRESS_SPLICE_PIPE bytes. */
+#define EGRESS_SPLICE_AFTER (256u * 1024)
+#define EGRESS_SPLICE_PIPE (256 * 1024)
+
+static bool splicing(const struct conn *c) { return c->dpipe[0] >= 0; }
+
+/* Relaying, nothing of ours queued before the upstream's bytes, enough to be worth a pipe: a
+ * pipe (any failure, the fd limit for one, keeps the buffered path). */
+static void maybe_splice(struct conn *c)
+{
+	if (splicing(c) || c->state != S_RELAY || c->down.len || c->ndown < EGRESS_SPLICE_AFTER)
+		return;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return;
+	/* the size asked for, or what the pipe quota allows */
+	int cap = fcntl(p[1], F_SETPIPE_SZ, EGRESS_SPLICE_PIPE);
+	if (cap < 0)
+		cap = fcntl(p[1], F_GETPIPE_SZ);
+	if (cap <= 0) {
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	c->dpipe_cap = (size_t)cap;
+	c->dpipe[0] = p[0];
+	c->dpipe[1] = p[1];
+}
+
+static size_t dpipe_room(const struct conn *c)
+{
+	return c->dpipe_len < c->dpipe_cap ? c->dpipe_cap - c->dpipe_len : 0;
+}
+
+/* upstream -> pipe: 1 data, 0 EOF, -EAGAIN, <0 error */
+static int splice_in(struct conn *c)
+{
+	if (dpipe_room(c) == 0) /* a length of 0 would read as EOF */
+		return -EAGAIN;
+	ssize_t n = splice(c->ufd, NULL, c->dpipe[1], NULL, dpipe_room(c), SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? -EAGAIN : -errno;
+	if (n == 0)
+		return 0;
+	c->dpipe_len += (size_t)n;
+	c->ndown += (uint64_t)n;
+	return 1;
+}
+
+/* pipe -> box */
+static int splice_out(struct conn *c)
+{
+	if (c->dpipe_len == 0)
+		return 0;
+	ssize_t n = splice(c->dpipe[0], NULL, c->bfd, NULL, c->dpipe_len, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+	c->dpipe_len -= (size_t)n;
+	return 0;
+}
+
+/* what waits to go to the box */
+static bool down_pending(const struct conn *c) { return c->down.len || c->dpipe_len; }
 
 /* --- refusals -------------------------------------------------------------------------- */
 
@@ -560,6 +631,7 @@ void egress_engine_add(struct egress_engine *e, int fd, enum egress_conn_kind ki
 	c->kind = kind;
 	c->bfd = fd;
 	c->ufd = -1;
+	c->dpipe[0] = c->dpipe[1] = -1;
 	c->addr = addr;
 	c->box_port = c->port = port;
 	c->t0 = mono_ms();
@@ -595,6 +667,9 @@ static void conn_free(struct egress_engine *e, struct conn *c)
 		close(c->bfd);
 	if (c->ufd >= 0)
 		close(c->ufd);
+	for (int i = 0; i < 2; i++)
+		if (c->dpipe[i] >= 0)
+			close(c->dpipe[i]);
 	free(c->up.d);
 	free(c->down.d);
 	free(c);
@@ -668,6 +743,8 @@ static void on_box(struct egress_engine *e, struct conn *c, short rev)
 	}
 	if (c->state != S_DEAD && (rev & POLLOUT) && buf_write(&c->down, c->bfd, c->down.len) < 0)
 		c->state = S_DEAD;
+	if (c->state != S_DEAD && (rev & POLLOUT) && c->down.len == 0 && splicing(c) && splice_out(c) < 0)
+		c->state = S_DEAD;
 }
 
 static void on_up(struct conn *c, short rev)
@@ -678,7 +755,8 @@ static void on_up(struct conn *c, short rev)
 		return;
 	}
 	if (rev & (POLLIN | POLLHUP | POLLERR)) {
-		int r = buf_read(&c->down, c->ufd, &c->ndown);
+		maybe_splice(c);
+		int r = splicing(c) ? splice_in(c) : buf_read(&c->down, c->ufd, &c->ndown);
 		if (r == 0)
 			c->u_eof = true;
 		else if (r < 0 && r != -EAGAIN)
@@ -715,7 +793,7 @@ static void settle(struct conn *c, int64_t now)
 		shutdown(c->ufd, SHUT_WR);
 		c->u_shut = true;
 	}
-	if (c->u_eof && c->down.len == 0 && !c->b_shut) {
+	if (c->u_eof && !down_pending(c) && !c->b_shut) {
 		shutdown(c->bfd, SHUT_WR);
 		c->b_shut = true;
 	}
@@ -739,7 +817,7 @@ void egress_engine_fill(struct egress_engine *e, struct pollfd *pfd, size_t *n, 
 		bool relay = c->state == S_RELAY;
 		if (!c->b_eof && buf_room(&c->up) > 0 && c->state != S_DRAIN && c->state != S_DIAL)
 			bev |= POLLIN;
-		if (c->down.len && (relay || c->state == S_DRAIN || c->kind == EGRESS_CONN_DNS))
+		if (down_pending(c) && (relay || c->state == S_DRAIN || c->kind == EGRESS_CONN_DNS))
 			bev |= POLLOUT;
 		c->bidx = (int)*n;
 		pfd[(*n)++] = (struct pollfd){.fd = c->bfd, .events = bev};
@@ -747,7 +825,7 @@ void egress_engine_fill(struct egress_engine *e, struct pollfd *pfd, size_t *n, 
 			if (c->state == S_DIAL)
 				uev = POLLOUT;
 			else {
-				if (!c->u_eof && buf_room(&c->down) > 0)
+				if (!c->u_eof && (splicing(c) ? dpipe_room(c) > 0 : buf_room(&c->down) > 0))
 					uev |= POLLIN;
 				if (c->up_ok)
 					uev |= POLLOUT;

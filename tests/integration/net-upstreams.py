@@ -3,7 +3,7 @@
 on 127.0.0.1. Every request/connection is appended to LOGDIR/{http,https,echo}.log so tests can
 assert what reached (and what never reached) an upstream. Usage: net-upstreams.py LOGDIR CERT KEY
 Prints "HTTP HTTPS ECHO" ports on stdout once listening."""
-import http.server, os, socket, socketserver, ssl, sys, threading
+import http.server, os, random, socket, socketserver, ssl, sys, threading
 
 logdir, cert, key = sys.argv[1:4]
 
@@ -20,7 +20,11 @@ class H(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body_in = self.rfile.read(n) if n else b""
         log(self.logname, "%s %s host=%s len=%d" % (self.command, self.path, self.headers.get("Host"), len(body_in)))
-        body = ("hello from %s %s\n" % (self.logname, self.path)).encode()
+        if self.path.startswith("/bytes/"):  # N bytes anyone can recompute: random.Random(N)
+            n = int(self.path[7:])
+            body = random.Random(n).randbytes(n)
+        else:
+            body = ("hello from %s %s\n" % (self.logname, self.path)).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -53,6 +53,18 @@ s=socket.create_connection((\"echo.test\", $ECHO_PORT), 5); s.sendall(b\"ping\")
 	assert_eq "$out" "ping"
 	assert_contains "$(net_uplog echo)" "connect"
 }
+# 8 MiB downloads (a connection past 256 KiB is spliced through a pipe), transparent and
+# through the proxy's CONNECT tunnel: every byte arrives, in order
+t_large_downloads_arrive_byte_exact() {
+	local n=8388608 want got
+	want=$(python3 -c "import hashlib,random; print(hashlib.sha256(random.Random($n).randbytes($n)).hexdigest())")
+	got=$(pd_run $(allow_up) -- sh -c "$CURL --noproxy '*' http://up.test:$HTTP_PORT/bytes/$n | sha256sum")
+	assert_eq "${got%% *}" "$want" "transparent HTTP"
+	pd_file "$NET_DIR/ca.pem" /etc/pd-ca.pem
+	got=$(pd_run $(allow_up) --allow tls.test:$HTTPS_PORT $PD_FILE_OPTS -- \
+		sh -c "$CURL --cacert '$PD_FILE_PATH' https://tls.test:$HTTPS_PORT/bytes/$n | sha256sum")
+	assert_eq "${got%% *}" "$want" "CONNECT tunnel"
+}
 t_denied_name_is_nxdomain_fast() {
 	local ms rc
 	read -r ms rc < <(pd_run_ms $(allow_up) -- $CURL --noproxy '*' http://denied.test/)
