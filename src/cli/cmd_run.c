@@ -87,13 +87,10 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 	pd_debug("run --rm: state created");
 	struct box box;
 	struct sup_net *net = NULL;
-	r = box_boot(&o->spec, dir, &box, err);
+	/* the network runs on its own thread of this process for the session's life */
+	r = box_boot(&o->spec, dir, &box, &net, err);
 	int status = EXIT_FAILURE_PD;
-	/* the network runs on its own thread of this process for the session's life; a box
-	 * whose network cannot be built does not run (fail closed) */
-	if (r == 0 && box.h.net_fd >= 0 && (r = sup_net_start(&o->spec, dir, TAKE_FD(box.h.net_fd), &net, err)) < 0)
-		box_shutdown(&box, false, 0);
-	pd_debug("run --rm: network up");
+	pd_debug("run --rm: box up");
 	if (r == 0) {
 		/* no supervisor here to merge the box's defaults: the request carries them */
 		_cleanup_strv_ char **env = session_env(o);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "runtime/vm/vm.h"
+#include "supervisor/net.h"
 #include "supervisor/wsbox.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -79,7 +80,15 @@ static int greet(int fd, int64_t deadline, pd_err *err)
 	return r < 0 ? pd_error(err, r, "cannot greet paddock-init") : 0;
 }
 
-int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, pd_err *err)
+/* Stops what box_boot started when a later step of it fails. */
+static void boot_undo(struct box *b, struct sup_net *net)
+{
+	box_kill(b);
+	sup_net_stop(net);
+	box_shutdown(b, false, 0);
+}
+
+int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, struct sup_net **ret_net, pd_err *err)
 {
 	struct box b = {0};
 	b.rt = runtime_by_name(spec->backend, err);
@@ -97,18 +106,26 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 		fprintf(stderr, "paddock: %s\n", vm_box_accel_reason(&b.h));
 	else if (b.rt == &runtime_vm)
 		pd_debug("box %s: accelerator %s", spec->name, vm_box_accel_reason(&b.h));
+	/* the network thread comes up while paddock-init starts; a box whose network cannot be
+	 * built does not run (fail closed) */
+	struct sup_net *net = NULL;
+	if (b.h.net_fd >= 0 && (r = sup_net_start(spec, box_dir, TAKE_FD(b.h.net_fd), &net, err)) < 0) {
+		box_shutdown(&b, false, 0);
+		return r;
+	}
 	r = greet(b.h.ctl_fd, t0 + SUP_BOOT_TIMEOUT_MS, err);
 	if (r < 0) {
-		box_shutdown(&b, false, 0);
+		boot_undo(&b, net);
 		return r;
 	}
 	pd_debug("box %s greeted in %lld ms", spec->name, (long long)(now_ms() - t0));
 	r = box_workspace_copyin(&b, spec, box_dir, err);
 	if (r < 0) {
-		box_shutdown(&b, false, 0);
+		boot_undo(&b, net);
 		return r;
 	}
 	*ret = b;
+	*ret_net = net;
 	return 0;
 }
 

@@ -429,15 +429,9 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 		r = store_load_spec(box_dir, &s.spec, &err);
 	if (r == 0)
 		r = s.listen_fd = listen_ctl(box_dir, &err);
-	if (r >= 0)
-		r = box_boot(&s.spec, box_dir, &s.box, &err);
 	struct sup_net *net = NULL;
-	if (r >= 0 && s.box.h.net_fd >= 0) {
-		/* fail closed: a box whose network cannot be built does not run */
-		r = sup_net_start(&s.spec, box_dir, TAKE_FD(s.box.h.net_fd), &net, &err);
-		if (r < 0)
-			box_shutdown(&s.box, false, 0);
-	}
+	if (r >= 0)
+		r = box_boot(&s.spec, box_dir, &s.box, &net, &err);
 	if (r < 0) {
 		fprintf(stderr, "paddock supervisor: %s\n", err.msg);
 		report_ready(ready_fd, r, &err);

@@ -19,8 +19,11 @@ struct box {
 	struct box_config cfg;
 };
 
-/* Starts the box described by spec and completes the protocol handshake with its init. */
-int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, pd_err *err);
+struct sup_net;
+/* Starts the box described by spec, its network (when the runtime gave it an interface:
+ * *ret_net, else NULL; stop it with sup_net_stop) and completes the protocol handshake with
+ * its init. On failure nothing is left running. */
+int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, struct sup_net **ret_net, pd_err *err);
 /* SIGKILLs the whole box and returns at once (the kernel tears it down meanwhile); finish
  * with box_shutdown. */
 void box_kill(struct box *b);
