@@ -7,6 +7,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/escape-lib.sh"
 
 t_tiocsti_tty() {
+	esc_vm_guest_kernel "a vm session's tty is a pty of the guest's kernel: what TIOCSTI pushes is read back by the box's own session; the host terminal only ever gets bytes the CLI copies"
 	esc_begin
 	local u
 	for u in $ESC_USERS; do
