@@ -185,8 +185,8 @@ static char *plan_key(const uint8_t *init, size_t init_len, const char *order)
 	return hex;
 }
 
-int initramfs_ensure(const struct kernel_cache *k, const uint8_t *init, size_t init_len, char **ret_path,
-		     pd_err *err)
+int initramfs_ensure(const struct kernel_cache *k, const char *fallback_dir, const uint8_t *init, size_t init_len,
+		     char **ret_path, pd_err *err)
 {
 	_cleanup_free_ char *moddir = xasprintf("%s/modules", k->dir);
 	struct initramfs_plan plan;
@@ -194,7 +194,13 @@ int initramfs_ensure(const struct kernel_cache *k, const uint8_t *init, size_t i
 	_cleanup_free_ char *key = plan_key(init, init_len, plan.order);
 	_cleanup_free_ char *path = xasprintf("%s/initramfs-%s.cpio", k->dir, key);
 	int r = 0;
-	if (access(path, R_OK) < 0) {
+	if (access(path, R_OK) < 0 && fallback_dir && access(k->dir, W_OK) < 0) {
+		free(path);
+		path = xasprintf("%s/initramfs-%s.cpio", fallback_dir, key);
+		if (mkdir_p(fallback_dir, 0700) < 0)
+			r = pd_error(err, errno, "cannot create %s", fallback_dir);
+	}
+	if (r == 0 && access(path, R_OK) < 0) {
 		struct cpio_buf b;
 		r = initramfs_build(&plan, &b, err);
 		if (r == 0) {

@@ -58,6 +58,9 @@ void cpio_finish(struct cpio_buf *b); /* the TRAILER!!! entry */
 int initramfs_build(const struct initramfs_plan *p, struct cpio_buf *ret, pd_err *err);
 
 /* The cached archive for this kernel and this paddock-init:
- * <kernel dir>/initramfs-<sha256(init, modules) prefix>.cpio, written when missing. */
-int initramfs_ensure(const struct kernel_cache *k, const uint8_t *init, size_t init_len, char **ret_path,
+ * <kernel dir>/initramfs-<sha256(init, modules) prefix>.cpio, written when missing. When the
+ * kernel's cache is not writable (a cache shared read-only with ordinary users) and the archive
+ * is not there, it is written to fallback_dir instead (NULL: no fallback). */
+int initramfs_ensure(const struct kernel_cache *k, const char *fallback_dir, const uint8_t *init, size_t init_len,
+		     char **ret_path,
 		     pd_err *err);

@@ -33,12 +33,11 @@ struct vm_box {
 	char reason[320];
 };
 
-char *vm_home(const struct box_config *cfg)
+/* $PADDOCK_HOME of the box: the environment's, else the grandparent of cfg->state_dir
+ * ($PADDOCK_HOME/boxes/NAME). */
+static char *box_home(const struct box_config *cfg)
 {
-	const char *env = getenv("PADDOCK_VM_CACHE_HOME");
-	if (env && env[0] == '/')
-		return xstrdup(env);
-	env = getenv("PADDOCK_HOME");
+	const char *env = getenv("PADDOCK_HOME");
 	if (env && env[0] == '/')
 		return xstrdup(env);
 	_cleanup_free_ char *s = xstrdup(cfg->state_dir);
@@ -48,6 +47,14 @@ char *vm_home(const struct box_config *cfg)
 			*slash = '\0';
 	}
 	return TAKE_PTR(s);
+}
+
+char *vm_home(const struct box_config *cfg)
+{
+	const char *env = getenv("PADDOCK_VM_CACHE_HOME");
+	if (env && env[0] == '/')
+		return xstrdup(env);
+	return box_home(cfg);
 }
 
 char *vm_base_image(const char *home)
@@ -126,6 +133,13 @@ static int validate(const struct box_config *cfg, pd_err *err)
 	return 0;
 }
 
+/* $PADDOCK_HOME/cache/initramfs (the box's own home, not the shared cache home). */
+static char *private_cache_dir(const struct box_config *cfg)
+{
+	_cleanup_free_ char *h = box_home(cfg);
+	return xasprintf("%s/cache/initramfs", h);
+}
+
 /* paddock-init's bytes: the embedded blob; tests (PADDOCK_TESTING=1) may name another build
  * of it in $PADDOCK_VM_INIT. */
 static int init_bytes(struct start_ctx *c, const uint8_t **ret, size_t *ret_len, pd_err *err)
@@ -152,8 +166,12 @@ static int prepare_boot(struct start_ctx *c, pd_err *err)
 	const uint8_t *init = NULL;
 	size_t init_len = 0;
 	r = init_bytes(c, &init, &init_len, err);
-	if (r == 0)
-		r = initramfs_ensure(&c->kernel, init, init_len, &c->initrd, err);
+	if (r == 0) {
+		/* a shared cache (PADDOCK_VM_CACHE_HOME) may be read-only to this user: then the
+		 * archive for this paddock-init goes to the user's own cache */
+		_cleanup_free_ char *own = private_cache_dir(c->cfg);
+		r = initramfs_ensure(&c->kernel, own, init, init_len, &c->initrd, err);
+	}
 	if (r == 0)
 		r = qemu_find_binary("qemu-system-x86_64", &c->qemu, err);
 	if (r < 0)
