@@ -71,8 +71,9 @@ struct img_store;
 enum img_lock;
 int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err);
 /* --image: finds the image (unpacking it if gc took its tree), records that box spec->name
- * uses it, and sets spec->image and spec->rootfs. */
-int cli_image_for_box(const char *image, struct box_spec *spec, pd_err *err);
+ * uses it, and sets spec->image, spec->rootfs and the image's Env. ret_cmd (may be NULL) gets
+ * the image's Entrypoint + Cmd, or stays NULL when it has none. */
+int cli_image_for_box(const char *image, struct box_spec *spec, char ***ret_cmd, pd_err *err);
 
 /* Opens the store and the box directory of NAME (which must exist). */
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err);

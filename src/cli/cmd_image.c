@@ -92,8 +92,9 @@ int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err)
 
 
 /* The image config's Env go first, so -e given by the user wins. Entries come from the image:
- * only NAME=VALUE with a valid name is taken (a bare NAME would forward the host's value). */
-static void image_env(struct img_store *s, const struct img_record *r, struct box_spec *spec)
+ * only NAME=VALUE with a valid name is taken (a bare NAME would forward the host's value).
+ * ret_cmd (may be NULL): Entrypoint + Cmd, NULL when both are empty. */
+static void image_defaults(struct img_store *s, const struct img_record *r, struct box_spec *spec, char ***ret_cmd)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
@@ -108,10 +109,17 @@ static void image_env(struct img_store *s, const struct img_record *r, struct bo
 		env = strv_append(env, *e);
 	strv_free(spec->env);
 	spec->env = env;
+	char **cmd = NULL;
+	for (char **a = c->entrypoint; ret_cmd && *a; a++)
+		cmd = strv_append(cmd, *a);
+	for (char **a = c->cmd; ret_cmd && *a; a++)
+		cmd = strv_append(cmd, *a);
+	if (ret_cmd)
+		*ret_cmd = cmd;
 	oci_config_free(c);
 }
 
-int cli_image_for_box(const char *image, struct box_spec *spec, pd_err *err)
+int cli_image_for_box(const char *image, struct box_spec *spec, char ***ret_cmd, pd_err *err)
 {
 	_cleanup_img_store_ struct img_store *s = NULL;
 	_cleanup_img_record_ struct img_record *r = NULL;
@@ -131,7 +139,7 @@ int cli_image_for_box(const char *image, struct box_spec *spec, pd_err *err)
 	if ((q = img_use(s, spec->name, r, &spec->rootfs, err)) < 0)
 		return q;
 	spec->image = xstrdup(r->name);
-	image_env(s, r, spec);
+	image_defaults(s, r, spec, ret_cmd);
 	return 0;
 }
 

@@ -154,7 +154,7 @@ int cmd_run(int argc, char **argv)
 	}
 	pd_err err = {0};
 	_cleanup_free_ char *home = NULL;
-	_cleanup_strv_ char **cmd = optind < argc ? strv_copy(argv + optind) : default_command();
+	_cleanup_strv_ char **cmd = optind < argc ? strv_copy(argv + optind) : NULL;
 	if (!o.spec.name)
 		o.spec.name = cli_random_name(o.rm ? "run" : "box");
 	o.spec.rm = o.rm;
@@ -164,7 +164,9 @@ int cmd_run(int argc, char **argv)
 	}
 	r = store_home(&home, &err);
 	if (r == 0 && o.image)
-		r = cli_image_for_box(o.image, &o.spec, &err);
+		r = cli_image_for_box(o.image, &o.spec, cmd ? NULL : &cmd, &err);
+	if (!cmd)
+		cmd = default_command();
 	if (r == 0)
 		r = o.rm ? run_in_process(&o, home, cmd, &err) : run_persistent(&o, home, cmd, &err);
 	box_spec_free(&o.spec);
@@ -202,7 +204,7 @@ int cmd_create(int argc, char **argv)
 	}
 	r = store_home(&home, &err);
 	if (r == 0 && o.image)
-		r = cli_image_for_box(o.image, &o.spec, &err);
+		r = cli_image_for_box(o.image, &o.spec, NULL, &err);
 	_cleanup_free_ char *dir = r == 0 ? store_box_dir(home, o.spec.name) : NULL;
 	if (r == 0)
 		r = store_create(home, &o.spec, &err);

@@ -244,6 +244,8 @@ t_run_from_image_root_is_the_image() {
 	assert_contains "$out" "new"
 	assert_contains "$out" "changed"
 	assert_not_contains "$out" "HOSTUSR"
+	# without a command, the image's Entrypoint + Cmd run
+	assert_eq "$(bb_run)" "image-default-cmd"
 	# the image config's Env applies; -e wins over it
 	assert_eq "$(bb_run -- /bin/busybox sh -c 'echo $IMAGE_TEST')" "1"
 	assert_eq "$(bb_run -e IMAGE_TEST=2 -- /bin/busybox sh -c 'echo $IMAGE_TEST')" "2"
