@@ -74,13 +74,16 @@ static void script_entry(struct archive *a, char *line)
 static void write_script(const uint8_t *data, size_t size)
 {
 	_cleanup_free_ char *text = xstrndup((const char *)data, size);
+	int fd = open(input, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert(fd >= 0);
 	struct archive *a = archive_write_new();
 	archive_write_set_format_pax_restricted(a);
-	archive_write_open_filename(a, input);
+	archive_write_open_fd(a, fd);
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 		script_entry(a, line);
 	archive_write_close(a);
 	archive_write_free(a);
+	close(fd);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
