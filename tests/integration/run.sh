@@ -57,8 +57,13 @@ t_tty_allocated_when_stdin_is_a_terminal() {
 }
 t_tty_ctrl_c_reaches_the_box() {
 	# ^C typed on the terminal goes through the box's own pty to its foreground job
-	local out rc=0
-	out=$( (sleep 2; printf '\003'; sleep 2) | script -qec "$PADDOCK run --rm -- sh -c 'trap \"echo got-int; exit 3\" INT; sleep 30 & wait'" /dev/null | tr -d '\r') || rc=$?
+	# (^C only once the box says it is ready: a vm guest takes seconds to boot)
+	local f=/tmp/pd-tty.$$ out rc=0
+	: >$f
+	(for _ in $(seq 1200); do grep -q ready $f && break; sleep 0.05; done; printf '\003'; sleep 2) |
+		script -qec "$PADDOCK run --rm -- sh -c 'trap \"echo got-int; exit 3\" INT; echo ready; sleep 30 & wait'" /dev/null >$f || rc=$?
+	out=$(tr -d '\r' <$f)
+	rm -f $f
 	assert_contains "$out" "got-int"
 }
 t_sigint_forwarded_in_pipe_mode() {
