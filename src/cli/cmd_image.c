@@ -2,6 +2,7 @@
  * ($PADDOCK_HOME/images, src/image/store.h). */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <time.h>
 
@@ -93,7 +94,8 @@ int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err)
 
 /* The image config's Env go first, so -e given by the user wins. Entries come from the image:
  * only NAME=VALUE with a valid name is taken (a bare NAME would forward the host's value).
- * ret_cmd (may be NULL): Entrypoint + Cmd, NULL when both are empty. */
+ * WorkingDir when no directory was chosen. ret_cmd (may be NULL): Entrypoint + Cmd, NULL when
+ * both are empty. */
 static void image_defaults(struct img_store *s, const struct img_record *r, struct box_spec *spec, char ***ret_cmd)
 {
 	_cleanup_free_ char *buf = NULL;
@@ -109,6 +111,13 @@ static void image_defaults(struct img_store *s, const struct img_record *r, stru
 		env = strv_append(env, *e);
 	strv_free(spec->env);
 	spec->env = env;
+	/* the image's WorkingDir when nothing else chose one (-w, the workspace) and the tree has
+	 * that directory: a path inside the box, where paddock-init changes directory */
+	_cleanup_free_ char *wd = c->working_dir && c->working_dir[0] == '/' && strlen(c->working_dir) < 4096
+		? xasprintf("%s%s", spec->rootfs, c->working_dir) : NULL;
+	struct stat st;
+	if (!spec->workdir && wd && lstat(wd, &st) == 0 && S_ISDIR(st.st_mode))
+		spec->workdir = xstrdup(c->working_dir);
 	char **cmd = NULL;
 	for (char **a = c->entrypoint; ret_cmd && *a; a++)
 		cmd = strv_append(cmd, *a);

@@ -244,8 +244,9 @@ t_run_from_image_root_is_the_image() {
 	assert_contains "$out" "new"
 	assert_contains "$out" "changed"
 	assert_not_contains "$out" "HOSTUSR"
-	# without a command, the image's Entrypoint + Cmd run
+	# without a command, the image's Entrypoint + Cmd run, in its WorkingDir
 	assert_eq "$(bb_run)" "image-default-cmd"
+	assert_eq "$(bb_run -- /bin/busybox pwd)" "/keep"
 	# the image config's Env applies; -e wins over it
 	assert_eq "$(bb_run -- /bin/busybox sh -c 'echo $IMAGE_TEST')" "1"
 	assert_eq "$(bb_run -e IMAGE_TEST=2 -- /bin/busybox sh -c 'echo $IMAGE_TEST')" "2"

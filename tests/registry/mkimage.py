@@ -126,7 +126,7 @@ def config_for(diff_ids, arch="amd64"):
     return json.dumps({
         "architecture": arch, "os": "linux",
         "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "IMAGE_TEST=1"],
-                   "Cmd": ["/bin/busybox", "echo", "image-default-cmd"], "WorkingDir": "/"},
+                   "Cmd": ["/bin/busybox", "echo", "image-default-cmd"], "WorkingDir": "/keep"},
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
         "created": "2026-01-01T00:00:00Z",
     }, sort_keys=True).encode()
