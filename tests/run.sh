@@ -33,17 +33,19 @@ setup() {
 	ninja -C build-asan >/tmp/pd-build-asan.log 2>&1 || { tail -40 /tmp/pd-build-asan.log; return 1; }
 }
 
-# Unit tests: every cmocka executable of a build, run with TAP output; one result per case.
+# Unit tests: every cmocka executable of a build's meson suite SUITE (default: unit), run with
+# TAP output; one result per case. The "integration" suite holds the ns runtime's own tests
+# (test-ns-start: boxes started through the runtime API, as root and as two ordinary users).
 unit_tests() {
-	local dir=$1 label=$2
-	say "unit tests ($label)"
-	python3 - "$dir" "$label" "$RESULTS" <<'PY'
+	local dir=$1 label=$2 suite=${3:-unit}
+	say "meson suite $suite ($label)"
+	python3 - "$dir" "$label" "$RESULTS" "$suite" <<'PY'
 import json, os, subprocess, sys
-build, label, results = sys.argv[1:4]
+build, label, results, suite = sys.argv[1:5]
 tests = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
 out = open(results, "a")
 for t in tests:
-    if "unit" not in t.get("suite", []) and not any(s.endswith(":unit") for s in t.get("suite", [])):
+    if suite not in t.get("suite", []) and not any(s.endswith(":" + suite) for s in t.get("suite", [])):
         continue
     env = dict(os.environ, CMOCKA_MESSAGE_OUTPUT="TAP", **t.get("env", {}))
     try:
@@ -52,19 +54,21 @@ for t in tests:
         text, rc = p.stdout + p.stderr, p.returncode
     except subprocess.TimeoutExpired:
         text, rc = "", -1
-    cases = 0
+    cases, who = 0, ""
     for line in text.splitlines():
         s = line.strip()
+        if s.startswith("== as "):  # test-start-users.sh runs the cases once per user
+            who = s[6:] + "/"
         if s.startswith("ok ") or s.startswith("not ok "):
             cases += 1
             ok = s.startswith("ok ")
             name = s.split(" - ", 1)[-1] if " - " in s else s
-            out.write("%s unit-%s/%s/%s\n" % ("pass" if ok else "fail", label, t["name"], name))
-            print("%s unit-%s/%s/%s" % ("ok  " if ok else "FAIL", label, t["name"], name))
+            out.write("%s %s-%s/%s/%s%s\n" % ("pass" if ok else "fail", suite, label, t["name"], who, name))
+            print("%s %s-%s/%s/%s%s" % ("ok  " if ok else "FAIL", suite, label, t["name"], who, name))
     if cases == 0 or rc != 0:
         # a crash, a sanitizer report or a non-TAP failure counts as one failure
-        out.write("fail unit-%s/%s/exit-%d\n" % (label, t["name"], rc))
-        print("FAIL unit-%s/%s (exit %d)\n%s" % (label, t["name"], rc, text[-3000:]))
+        out.write("fail %s-%s/%s/exit-%d\n" % (suite, label, t["name"], rc))
+        print("FAIL %s-%s/%s (exit %d)\n%s" % (suite, label, t["name"], rc, text[-3000:]))
 PY
 }
 
@@ -170,6 +174,9 @@ main() {
 	else
 		unit_tests build normal
 		unit_tests build-asan asan
+		if [ "$(id -u)" = 0 ]; then
+			PADDOCK_TEST_CREATE_USERS=1 unit_tests build normal integration
+		fi
 		suites "$ROOT/build/src/cli/paddock" "$ROOT/build/tests/probe/paddock-probe" root
 		if [ "$(id -u)" = 0 ]; then
 			as_user build user
