@@ -267,19 +267,23 @@ static void *sync_worker(void *p)
 /* The batch's fsyncs, several at a time: on a filesystem without a journal (or a slow disk)
  * each one is its own synchronous write, and a queue of them is far faster than a line.
  * Nothing is renamed before its own fsync has returned, so crash safety is unchanged. */
+static void run_sync_job(struct sync_job *j)
+{
+	pthread_t t[SYNC_THREADS];
+	size_t started = 0;
+	for (; started < SYNC_THREADS && started + 1 < j->n; started++)
+		if (pthread_create(&t[started], NULL, sync_worker, j) != 0)
+			break;
+	sync_worker(j); /* this thread too, and alone when no thread could start */
+	for (size_t k = 0; k < started; k++)
+		pthread_join(t[k], NULL);
+}
+
 static void sync_batch(struct apply *a)
 {
 	struct sync_job j = {.v = a->batch, .n = a->nbatch};
-	pthread_t t[SYNC_THREADS];
-	size_t started = 0;
 	if (!a->o->no_sync)
-		for (; started < SYNC_THREADS && started + 1 < a->nbatch; started++)
-			if (pthread_create(&t[started], NULL, sync_worker, &j) != 0)
-				break;
-	if (!a->o->no_sync)
-		sync_worker(&j); /* this thread too, and alone when no thread could start */
-	for (size_t k = 0; k < started; k++)
-		pthread_join(t[k], NULL);
+		run_sync_job(&j);
 }
 
 static void flush_batch(struct apply *a)
@@ -445,13 +449,20 @@ static void sync_dirs(struct apply *a)
 	size_t n = strv_len(a->sync_dirs);
 	if (n > 1)
 		qsort(a->sync_dirs, n, sizeof(char *), cmp_str);
+	/* opened one by one beneath the root, then fsynced several at a time like the files */
+	_cleanup_free_ struct staged *v = xcalloc(n ? n : 1, sizeof(*v));
+	size_t m = 0;
 	for (size_t k = 0; k < n; k++) {
 		if (k > 0 && streq(a->sync_dirs[k], a->sync_dirs[k - 1]))
 			continue;
-		_cleanup_close_ int fd = -1;
+		int fd = -1;
 		if (ws_open_beneath(a->rootfd, a->sync_dirs[k], O_RDONLY | O_DIRECTORY, &fd) == 0)
-			(void)fsync(fd);
+			v[m++].tmpfd = fd;
 	}
+	struct sync_job j = {.v = v, .n = m};
+	run_sync_job(&j);
+	for (size_t k = 0; k < m; k++)
+		close(v[k].tmpfd);
 }
 
 static void report_add(struct ws_apply_report *r, const struct ws_apply_item *it)
