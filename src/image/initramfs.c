@@ -46,9 +46,9 @@ void initramfs_plan_build(const uint8_t *init, size_t init_len, const char *modd
 	for (size_t i = 0; modules[i]; i++)
 		plan_add(&p, (struct initramfs_entry){
 				     .kind = INITRAMFS_FILE, .perm = 0644,
-				     .path = xasprintf("%s/%s.ko", VMBOOT_MODULES_DIR + 1, modules[i]),
+				     .path = xasprintf("%s/%s.ko", &VMBOOT_MODULES_DIR[1], modules[i]),
 				     .src = xasprintf("%s/%s.ko", moddir, modules[i])});
-	plan_add(&p, (struct initramfs_entry){.kind = INITRAMFS_FILE, .path = xstrdup(VMBOOT_ORDER_FILE + 1),
+	plan_add(&p, (struct initramfs_entry){.kind = INITRAMFS_FILE, .path = xstrdup(&VMBOOT_ORDER_FILE[1]),
 					      .perm = 0644, .data = (const uint8_t *)p.order,
 					      .len = strlen(p.order)});
 	*ret = p;

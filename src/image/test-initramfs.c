@@ -78,9 +78,9 @@ static void test_plan(void **state)
 			console = e->kind == INITRAMFS_CHARDEV && e->rmajor == 5 && e->rminor == 1;
 		if (streq(e->path, "init"))
 			initf = e->kind == INITRAMFS_FILE && e->data == init && e->perm == 0755;
-		if (streq(e->path, VMBOOT_ORDER_FILE + 1))
+		if (streq(e->path, &VMBOOT_ORDER_FILE[1]))
 			order = e->data == (const uint8_t *)p.order;
-		if (streq(e->path, VMBOOT_NEWROOT + 1))
+		if (streq(e->path, &VMBOOT_NEWROOT[1]))
 			newroot = e->kind == INITRAMFS_DIR;
 		if (e->src) {
 			assert_string_equal(e->src + strlen("/cache/k/modules/"), e->path + strlen("lib/modules/"));

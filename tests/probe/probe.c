@@ -135,7 +135,7 @@ static bool errno_in(int e, const int *set)
 	return false;
 }
 
-static int judge_v(long rc, int err, const int *ok, const int *reach, const char *fmt, va_list ap)
+static int __attribute__((format(printf, 5, 0))) judge_v(long rc, int err, const int *ok, const int *reach, const char *fmt, va_list ap)
 {
 	bool reached = rc < 0 && reach && errno_in(err, reach);
 	char what[512];
@@ -325,7 +325,8 @@ static int in_child(int (*fn)(void *), void *arg, int *ret_err, int *ret_sig)
 }
 
 /* in_child + judgement: killed by SIGSYS (seccomp kill) counts as blocked too. */
-static int child_judge(int (*fn)(void *), void *arg, const int *ok, const int *reach, const char *fmt, va_list ap)
+static int __attribute__((format(printf, 5, 0)))
+child_judge(int (*fn)(void *), void *arg, const int *ok, const int *reach, const char *fmt, va_list ap)
 {
 	char what[512];
 	int err = 0, sig = 0, v;
