@@ -169,8 +169,11 @@ static int rm_one(const char *name, void *vctx)
 		return cli_fail(&err);
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
 	enum box_status st = store_status(dir, NULL);
-	if (st == BOX_STATUS_DEAD)
-		ns_cgroup_remove_stale(name); /* its supervisor never got to clean up */
+	if (st == BOX_STATUS_DEAD) {
+		/* its supervisor never got to clean up */
+		_cleanup_free_ char *leaf = ns_cgroup_leaf(name, dir);
+		ns_cgroup_remove_stale(leaf);
+	}
 	if (st == BOX_STATUS_RUNNING) {
 		if (!x->force) {
 			pd_error_msg(&err, EBUSY, "sandbox '%s' is running; stop it first or use rm -f", name);

@@ -57,9 +57,9 @@ t_supervisor_sigkill_leaves_a_consistent_ls() {
 	pd rm k1
 	assert_eq "$(status_of k1)" "absent"
 	# and its cgroup, which the killed supervisor could not remove, is gone too
-	local mine="*/paddock/box-k1"
-	[ "$(id -u)" = 0 ] || mine="*/paddock/$(id -u)/box-k1"
-	assert_eq "$(find /sys/fs/cgroup -maxdepth 5 -name box-k1 -path "$mine" 2>/dev/null)" ""
+	local mine="*/paddock/box-k1.*"
+	[ "$(id -u)" = 0 ] || mine="*/paddock/$(id -u)/box-k1.*"
+	assert_eq "$(find /sys/fs/cgroup -maxdepth 5 -name 'box-k1.*' -path "$mine" 2>/dev/null)" ""
 }
 t_concurrent_execs_on_one_box() {
 	pd create c1 >/dev/null
@@ -88,6 +88,18 @@ t_concurrent_creates_of_distinct_boxes() {
 	wait
 	assert_eq "$(pd ls --json | python3 -c 'import json,sys; print(sum(b["status"]=="running" for b in json.load(sys.stdin)))')" "8"
 	pd rm -f --all
+}
+# one user, two PADDOCK_HOMEs, one box name: independent boxes (their cgroups must not collide)
+t_same_name_in_two_homes() {
+	local other=$PADDOCK_HOME/other-home
+	mkdir -p "$other"
+	pd create --workspace none twin >/dev/null
+	PADDOCK_HOME=$other pd create --workspace none twin >/dev/null
+	assert_eq "$(PADDOCK_HOME=$other pd exec twin -- echo hi)" "hi"
+	assert_eq "$(pd exec twin -- echo hi)" "hi"
+	PADDOCK_HOME=$other pd rm -f twin
+	assert_eq "$(pd exec twin -- echo still)" "still"
+	pd rm -f twin
 }
 t_stop_kills_stubborn_processes() {
 	pd create s1 >/dev/null

@@ -197,7 +197,7 @@ left_nothing() {
 	local name=$1 i left=""
 	for i in $(seq 50); do
 		left=$( { ls -d "$PADDOCK_HOME/boxes/$name" 2>/dev/null
-			find /sys/fs/cgroup -maxdepth 5 -type d -name "box-$name" 2>/dev/null
+			find /sys/fs/cgroup -maxdepth 5 -type d -name "box-$name.*" 2>/dev/null
 			pgrep -af -- "--name $name( |$)" || true; } )
 		[ -z "$left" ] && return 0
 		sleep 0.1

@@ -267,6 +267,16 @@ int ns_cgroup_locate(bool need_cpu, struct ns_cgroup **ret, pd_err *err)
 	return locate(need_cpu, false, ret, err);
 }
 
+char *ns_cgroup_leaf(const char *name, const char *state_dir)
+{
+	if (!state_dir)
+		return xstrdup(name);
+	uint32_t h = 2166136261u; /* FNV-1a: a name, not a security boundary */
+	for (const char *p = state_dir; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return xasprintf("%s.%08x", name, h);
+}
+
 void ns_cgroup_remove_stale(const char *name)
 {
 	struct ns_cgroup *cg = NULL;

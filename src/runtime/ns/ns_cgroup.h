@@ -43,7 +43,11 @@ struct ns_cgroup {
 /* Where the box cgroup of this caller would be made, for paddock doctor; changes nothing.
  * Fills *ret with the parent directories (caller frees with ns_cgroup_free). */
 int ns_cgroup_locate(bool need_cpu, struct ns_cgroup **ret, pd_err *err);
-/* Creates box-NAME with the limits. On failure nothing is left behind. */
+/* The box cgroup's name for box NAME whose state lives in state_dir: NAME.HHHHHHHH, the hash
+ * of state_dir, so that boxes of one name in two PADDOCK_HOMEs of one user never share (or
+ * block) a cgroup; NAME alone when state_dir is NULL (runtime tests). Caller frees. */
+char *ns_cgroup_leaf(const char *name, const char *state_dir);
+/* Creates box-NAME with the limits (NAME: a leaf from ns_cgroup_leaf). On failure nothing is left behind. */
 int ns_cgroup_create(const char *name, const struct ns_limits *lim, struct ns_cgroup **ret, pd_err *err);
 /* Moves pid (not yet running box code) into the box cgroup(s). The slow way: a write of a pid
  * to cgroup.procs takes the kernel's global threadgroup rwsem for writing, and the first

@@ -172,10 +172,11 @@ static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_f
 	return plan_security(p, err);
 }
 
-static int make_cgroup(struct start_ctx *c, const char *name, pd_err *err)
+static int make_cgroup(struct start_ctx *c, const struct box_config *cfg, pd_err *err)
 {
 	int r = injected(c, NS_LAYER_CGROUP, err, "cannot create the box cgroup");
-	if (r == 0 && ns_cgroup_create(name, &c->lim, &c->cg, err) < 0)
+	_cleanup_free_ char *leaf = ns_cgroup_leaf(cfg->name, cfg->state_dir);
+	if (r == 0 && ns_cgroup_create(leaf, &c->lim, &c->cg, err) < 0)
 		r = layer_error(err, NS_LAYER_CGROUP);
 	if (r == 0 && ns_cgroup_open_join(c->cg, &c->cg_clone_fd, c->plan.cg_join_fds, err) < 0)
 		r = layer_error(err, NS_LAYER_CGROUP);
@@ -354,7 +355,7 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 		r = prepare(&c, cfg, init_fd, err);
 	pd_debug("ns: prepared");
 	if (r == 0)
-		r = make_cgroup(&c, cfg->name, err);
+		r = make_cgroup(&c, cfg, err);
 	pd_debug("ns: cgroup made");
 	if (r == 0)
 		r = open_channels(&c, err);
