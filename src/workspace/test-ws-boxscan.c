@@ -51,6 +51,19 @@ static int feed_all(struct ws_bscan *s, const struct sbuf *b)
 	return ws_bscan_feed(s, b->p, b->len, &lim, NULL);
 }
 
+/* an empty workspace: only the end record (found by UBSan: qsort of a NULL array) */
+static void test_empty_scan(void **state)
+{
+	(void)state;
+	struct sbuf b = {0};
+	end(&b);
+	struct ws_bscan s = {0};
+	assert_int_equal(feed_all(&s, &b), 1);
+	assert_int_equal(s.n, 0);
+	ws_bscan_free(&s);
+	free(b.p);
+}
+
 static void test_codec(void **state)
 {
 	(void)state;
@@ -301,6 +314,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_codec),
+		cmocka_unit_test(test_empty_scan),
 		cmocka_unit_test(test_feed_split_anywhere),
 		cmocka_unit_test(test_feed_hostile),
 		cmocka_unit_test(test_plan),

@@ -31,7 +31,8 @@ static int finish(struct ws_bscan *s, const struct wsscan_rec *end, pd_err *err)
 	if (end->size != s->n)
 		return pd_error_msg(err, EBADMSG, "box scan: end record counts %llu entries, %zu were sent",
 				    (unsigned long long)end->size, s->n);
-	qsort(s->v, s->n, sizeof(*s->v), cmp_bstat);
+	if (s->n) /* an empty scan has no array at all */
+		qsort(s->v, s->n, sizeof(*s->v), cmp_bstat);
 	for (size_t i = 1; i < s->n; i++)
 		if (streq(s->v[i - 1].path, s->v[i].path))
 			return pd_error_msg(err, EBADMSG, "box scan: a path is listed twice");
