@@ -497,8 +497,7 @@ int supervisor_spawn(const char *box_dir, pd_err *err)
 		close(pipefd[0]);
 		/* drop every fd the CLI held (including its flock on the box's `lock`) */
 		int keep = fcntl(pipefd[1], F_DUPFD_CLOEXEC, 3);
-		close_range(3, (unsigned)keep - 1, 0);
-		close_range((unsigned)keep + 1, ~0u, 0);
+		fd_close_all_but(keep);
 		detach_stdio(box_dir);
 		signal(SIGPIPE, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);

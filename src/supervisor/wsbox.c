@@ -273,7 +273,9 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 		if (pid < 0)
 			return pd_error(err, errno, "cannot fork");
 		if (pid == 0) {
-			close(pipefd[0]);
+			/* the producer holds nothing of the box (control socket, TAP, network
+			 * thread's sockets): a long copy-in must not keep them alive past teardown */
+			fd_close_all_but(pipefd[1]);
 			produce(spec->project, box_dir, pipefd[1]);
 		}
 		close(pipefd[1]);

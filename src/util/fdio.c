@@ -192,6 +192,13 @@ int rm_rf(const char *path)
 	return rm_rf_at(AT_FDCWD, path, st.st_dev, 0);
 }
 
+void fd_close_all_but(int keep)
+{
+	if (keep > 3)
+		close_range(3, (unsigned)keep - 1, 0);
+	close_range(keep < 3 ? 3u : (unsigned)keep + 1, ~0u, 0);
+}
+
 void fd_close_async(int fd)
 {
 	if (fd < 0)

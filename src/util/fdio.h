@@ -18,6 +18,9 @@ int read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t
 int write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
 /* The same with the fsync optional (state that need not survive a crash). */
 int write_file_replace_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode, bool durable);
+/* Closes every fd from 3 up except keep (in a forked child that holds fds it must not keep
+ * alive: a box's control socket or TAP, a CLI's flock). */
+void fd_close_all_but(int keep);
 /* Closes fd without waiting for the last close to finish: a forked grandchild holds the last
  * reference. For fds whose release is slow (a TAP device waits for an RCU grace period,
  * tens of ms) on a path someone is timing. Call only while single-threaded. */
