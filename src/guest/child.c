@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 
 #include "guest/child.h"
+#include "guest/wsalias.h"
 #include "guest/wsscan.h"
 #include "proto/wsscan.h"
 #include "guest/env.h"
@@ -188,6 +189,8 @@ _noreturn_ void child_exec(const struct child_spec *s)
 	r = child_close_fds();
 	if (r < 0)
 		child_fail(125, "cannot close inherited fds", NULL, -r);
+	if (streq(s->argv[0], WSALIAS_BUILTIN)) /* with the session's own credentials */
+		_exit(guest_wsalias_main(s->argv));
 	child_chdir(s);
 	child_run(s);
 }

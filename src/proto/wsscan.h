@@ -18,6 +18,7 @@
 #define WSSCAN_HDR 52u
 #define WSSCAN_MAX_PATH 4096u
 #define WSSCAN_BUILTIN "paddock-init:ws-scan" /* argv[0] of the built-in (never a program) */
+#define WSALIAS_BUILTIN "paddock-init:ws-alias" /* the project's host path -> /workspace */
 
 enum wsscan_kind {
 	WSSCAN_FILE = 'f',

@@ -298,11 +298,13 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 		return pd_error_msg(err, EIO, "workspace copy-in: tar inside the box failed (%d): %s", st, msg);
 	/* a restored copy is the box's own work, not what it received: its baseline keeps only
 	 * the files it holds exactly as they were copied in */
+	pd_debug("workspace: copied in");
 	save_baseline(b->h.ctl_fd, box_dir, saved >= 0);
+	pd_debug("workspace: baseline saved");
 	/* the project also at its host path when the box has a root user to create it; best
 	 * effort: /workspace is the path that always works */
-	char *alias[] = {"sh", "-c", "mkdir -p \"${1%/*}\" 2>/dev/null && ln -sfn /workspace \"$1\" 2>/dev/null; exit 0",
-			 "sh", spec->project, NULL};
+	char *alias[] = {WSALIAS_BUILTIN, spec->project, NULL};
 	box_run_fed(b->h.ctl_fd, WSBOX_STREAM + 1, alias, "root", -1, msg, sizeof(msg), NULL);
+	pd_debug("workspace: host-path alias made");
 	return 0;
 }

@@ -25,6 +25,16 @@ t_copy_in_leaves_out_secrets_and_ignored() {
 	assert_not_contains "$out" "server.pem"
 	assert_not_contains "$out" "node_modules"
 }
+# the copy is also at the project's host path (a link to /workspace) when the box has root
+t_project_is_at_its_host_path_too() {
+	pd_root_available || { echo "skip: no root user in this caller's boxes"; exit 77; }
+	mkproj
+	local out
+	out=$(cd "$P" && pd_run -- sh -c "readlink '$P'; cat '$P/a.txt'; cd '$P' && ls src")
+	assert_eq "$out" "/workspace
+$(cat "$P/a.txt")
+m.c"
+}
 t_box_writes_only_its_copy() {
 	mkproj
 	(cd "$P" && pd_run -- sh -c 'echo box >>a.txt; rm src/m.c; echo x >new.txt')
