@@ -1,4 +1,6 @@
 /* store.c — the image store's directory, its lock and its content-addressed blobs (store.h). */
+#include <archive.h>
+#include <archive_entry.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/file.h>
@@ -79,6 +81,46 @@ void img_sha256_digest(const void *buf, size_t len, char ret[OCI_DIGEST_LEN + 1]
 	if (!EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
 		abort(); /* sha256 in memory cannot fail short of allocation failure */
 	hex_digest(md, ret);
+}
+
+int img_layer_diff_id(int fd, uint64_t max_bytes, char ret[OCI_DIGEST_LEN + 1], pd_err *err)
+{
+	struct archive *a = archive_read_new();
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	if (!a || !md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+		abort(); /* out of memory */
+	/* the same decompressors the applier accepts; "raw": the decompressed bytes as they are */
+	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
+	archive_read_support_format_raw(a);
+	struct archive_entry *e;
+	int r = archive_read_open_fd(a, fd, 64 * 1024) != ARCHIVE_OK || archive_read_next_header(a, &e) != ARCHIVE_OK
+			? pd_error_msg(err, EINVAL, "cannot read the layer: %s", archive_error_string(a) ?: "unknown format")
+			: 0;
+	uint64_t total = 0;
+	_cleanup_free_ char *buf = xmalloc(256 * 1024);
+	while (r == 0) {
+		la_ssize_t n = archive_read_data(a, buf, 256 * 1024);
+		if (n == 0)
+			break;
+		if (n < 0)
+			r = pd_error_msg(err, EINVAL, "cannot read the layer: %s", archive_error_string(a) ?: "corrupt");
+		else if ((total += (uint64_t)n) > max_bytes)
+			r = pd_error_msg(err, EFBIG, "the layer decompresses to more than %llu bytes",
+					 (unsigned long long)max_bytes);
+		else if (!EVP_DigestUpdate(md, buf, (size_t)n))
+			abort();
+	}
+	unsigned char out[EVP_MAX_MD_SIZE];
+	unsigned outlen = 0;
+	if (r == 0) {
+		if (!EVP_DigestFinal_ex(md, out, &outlen) || outlen != 32)
+			abort();
+		hex_digest(out, ret);
+	}
+	EVP_MD_CTX_free(md);
+	archive_read_free(a);
+	return r;
 }
 
 /* ---- blobs ---- */

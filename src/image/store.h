@@ -93,6 +93,9 @@ int img_blob_read(struct img_store *s, const char *digest, size_t max, char **re
 
 /* The sha256 of buf as "sha256:HEX". */
 void img_sha256_digest(const void *buf, size_t len, char ret[OCI_DIGEST_LEN + 1]);
+/* The diff_id of the layer blob at fd (plain, gzip or zstd): the sha256 of its decompressed
+ * bytes, read to the end (at most max_bytes of them). */
+int img_layer_diff_id(int fd, uint64_t max_bytes, char ret[OCI_DIGEST_LEN + 1], pd_err *err);
 
 /* ---- records ---- */
 

@@ -19,26 +19,63 @@ bool img_rootfs_exists(struct img_store *s, const char *config_digest)
 	return fstatat(s->dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int apply_layers(struct img_store *s, int rootfd, char *const *layers, uint64_t *ret_bytes,
-			pd_err *err)
+/* The config's diff_ids: the digests of the layers' decompressed tars, in order. The config
+ * entered the store verified against its digest, and a tree is keyed by that digest, so every
+ * layer must hash to its diff_id before it is applied: otherwise a registry could pair a
+ * well-known config (debian's) with layers of its own and plant them under that config's key,
+ * for a later honest pull of the same config to reuse. */
+static int load_diff_ids(struct img_store *s, const char *config_digest, size_t n_layers,
+			 struct oci_config **ret, pd_err *err)
 {
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r = img_blob_read(s, config_digest, OCI_CONFIG_MAX, &buf, &len, err);
+	if (r == 0)
+		r = oci_config_parse(buf, len, ret, err);
+	if (r == 0 && (*ret)->n_diff_ids != n_layers)
+		r = pd_error_msg(err, EINVAL, "the image config lists %zu layers, the manifest %zu",
+				 (*ret)->n_diff_ids, n_layers);
+	return r;
+}
+
+static int apply_layers(struct img_store *s, int rootfd, const char *config_digest, char *const *layers,
+			uint64_t *ret_bytes, pd_err *err)
+{
+	struct oci_config *cfg = NULL;
+	int r = load_diff_ids(s, config_digest, strv_len(layers), &cfg, err);
+	if (r < 0) {
+		oci_config_free(cfg);
+		return r;
+	}
 	struct layer_options o;
 	layer_options_default(&o);
 	o.uid_shift = s->uid_shift;
 	o.gid_shift = s->gid_shift;
 	uint64_t bytes = 0;
-	for (size_t i = 0; layers && layers[i]; i++) {
+	for (size_t i = 0; r == 0 && layers && layers[i]; i++) {
 		_cleanup_close_ int fd = img_blob_open(s, layers[i], err);
-		if (fd < 0)
-			return fd;
+		if (fd < 0) {
+			r = fd;
+			break;
+		}
+		char diff_id[OCI_DIGEST_LEN + 1];
 		struct layer_stats st;
-		int r = layer_apply_fd(rootfd, fd, &o, &st, err);
+		r = img_layer_diff_id(fd, o.max_bytes + (o.max_bytes >> 2), diff_id, err);
+		if (r == 0 && !streq(diff_id, cfg->diff_ids[i]))
+			r = pd_error_msg(err, EBADMSG, "its content is %s, the config says %s", diff_id, cfg->diff_ids[i]);
+		if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+			r = pd_error(err, errno, "cannot rewind the layer");
+		if (r == 0)
+			r = layer_apply_fd(rootfd, fd, &o, &st, err);
 		if (r < 0)
-			return pd_err_prefix(err, "layer %zu (%.19s)", i + 1, layers[i]);
-		bytes += st.bytes;
+			pd_err_prefix(err, "layer %zu (%.19s)", i + 1, layers[i]);
+		else
+			bytes += st.bytes;
 	}
-	*ret_bytes = bytes;
-	return 0;
+	oci_config_free(cfg);
+	if (r == 0)
+		*ret_bytes = bytes;
+	return r;
 }
 
 int img_rootfs_unpack(struct img_store *s, const char *config_digest, char *const *layers,
@@ -56,7 +93,7 @@ int img_rootfs_unpack(struct img_store *s, const char *config_digest, char *cons
 		if (r == 0 && fchmod(rootfd, 0755) < 0)
 			r = pd_error(err, errno, "cannot chmod %s", tmp);
 		if (r == 0)
-			r = apply_layers(s, rootfd, layers, &bytes, err);
+			r = apply_layers(s, rootfd, config_digest, layers, &bytes, err);
 	}
 	_cleanup_free_ char *dst = img_rootfs_path(s, config_digest);
 	if (r == 0 && rename(tmp, dst) < 0 && errno != EEXIST && errno != ENOTEMPTY)

@@ -250,6 +250,11 @@ int archive_read_support_filter_zstd(struct archive *a0)
 	return PD_LAZY(&lib, archive_read_support_filter_zstd)(a0);
 }
 
+int archive_read_support_format_raw(struct archive *a0)
+{
+	return PD_LAZY(&lib, archive_read_support_format_raw)(a0);
+}
+
 int archive_read_support_format_tar(struct archive *a0)
 {
 	return PD_LAZY(&lib, archive_read_support_format_tar)(a0);

@@ -99,6 +99,23 @@ t_import_refuses_tampered_oci_blob() {
 	assert_eq "$(pd image ls | wc -l)" "1"
 }
 
+# a layer that is not the one its config names (the config is the honest image's, so the tree
+# would be stored under the honest config's key for a later honest pull to reuse): refused,
+# nothing unpacked; the honest image imported afterwards has none of the forged content
+t_import_refuses_layers_the_config_does_not_name() {
+	mk layout "$PADDOCK_HOME/forged" --forge --gzip
+	local out
+	out=$(pd image import --name local/forged:1 "$PADDOCK_HOME/forged" 2>&1) && fail "forged layer imported"
+	assert_contains "$out" "the config says"
+	assert_eq "$(ls "$PADDOCK_HOME/images/rootfs" 2>/dev/null | wc -l)" "0"
+	mk layout "$PADDOCK_HOME/honest" --gzip
+	pd image import --name local/honest:1 "$PADDOCK_HOME/honest" >/dev/null
+	local r
+	r=$(rootfs_of local/honest:1)
+	check_tree "$r"
+	[ ! -e "$r/etc/planted" ] || fail "forged content in the honest image's tree"
+}
+
 t_pull_manifest_list_anonymous() {
 	mk layout "$PADDOCK_HOME/lay"
 	start_registry "$PADDOCK_HOME/lay"

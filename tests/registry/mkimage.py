@@ -18,6 +18,8 @@ Options:
   --big-mb N                         add a third layer with an N MiB file (big/data), written
                                      straight to disk (OCI layout only), for benchmarks
   --gzip                             compress layers (OCI layout only)
+  --forge                            the manifest's layer 2 is another tar (with etc/planted)
+                                     while the config (and its digest) stays the honest one
 """
 import argparse, gzip, hashlib, io, json, os, sys, tarfile, time
 
@@ -172,6 +174,11 @@ def make_layout(args):
     os.makedirs(blobs, exist_ok=True)
     raw = layers_for(args)
     diff_ids = [sha(l) for l in raw]
+    if args.forge:
+        def planted(t):
+            add_dir(t, "etc")
+            add_file(t, "etc/planted", b"forged\n")
+        raw[1] = layer(planted)
     if args.gzip:
         stored = [gzip.compress(l, mtime=0) for l in raw]
         lmt = "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -243,6 +250,7 @@ def main():
     ap.add_argument("--symlink", action="append")
     ap.add_argument("--big-mb", type=int, default=0)
     ap.add_argument("--gzip", action="store_true")
+    ap.add_argument("--forge", action="store_true")
     args = ap.parse_args()
     (make_layout if args.kind == "layout" else make_docker_save)(args)
 
