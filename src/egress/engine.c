@@ -819,8 +819,14 @@ void egress_engine_fill(struct egress_engine *e, struct pollfd *pfd, size_t *n, 
 			bev |= POLLIN;
 		if (down_pending(c) && (relay || c->state == S_DRAIN || c->kind == EGRESS_CONN_DNS))
 			bev |= POLLOUT;
-		c->bidx = (int)*n;
-		pfd[(*n)++] = (struct pollfd){.fd = c->bfd, .events = bev};
+		/* a side with nothing to wait for is left out of the round: poll reports POLLHUP
+		 * and POLLERR even for events 0, and with no room to read into nothing would
+		 * consume them, so a box (or an upstream) that closes while its peer's buffer is
+		 * full would spin this thread; it is looked at again once there is room */
+		if (bev || !relay) {
+			c->bidx = (int)*n;
+			pfd[(*n)++] = (struct pollfd){.fd = c->bfd, .events = bev};
+		}
 		if (c->ufd >= 0 && (relay || c->state == S_DIAL)) {
 			if (c->state == S_DIAL)
 				uev = POLLOUT;
@@ -830,8 +836,10 @@ void egress_engine_fill(struct egress_engine *e, struct pollfd *pfd, size_t *n, 
 				if (c->up_ok)
 					uev |= POLLOUT;
 			}
-			c->uidx = (int)*n;
-			pfd[(*n)++] = (struct pollfd){.fd = c->ufd, .events = uev};
+			if (uev) {
+				c->uidx = (int)*n;
+				pfd[(*n)++] = (struct pollfd){.fd = c->ufd, .events = uev};
+			}
 		}
 		if (c->deadline) {
 			int64_t d = c->deadline - now;
