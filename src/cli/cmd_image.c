@@ -2,7 +2,10 @@
  * ($PADDOCK_HOME/images, src/image/store.h). */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <time.h>
 
@@ -112,12 +115,19 @@ static void image_defaults(struct img_store *s, const struct img_record *r, stru
 	strv_free(spec->env);
 	spec->env = env;
 	/* the image's WorkingDir when nothing else chose one (-w, the workspace) and the tree has
-	 * that directory: a path inside the box, where paddock-init changes directory */
-	_cleanup_free_ char *wd = c->working_dir && c->working_dir[0] == '/' && strlen(c->working_dir) < 4096
-		? xasprintf("%s%s", spec->rootfs, c->working_dir) : NULL;
-	struct stat st;
-	if (!spec->workdir && wd && lstat(wd, &st) == 0 && S_ISDIR(st.st_mode))
-		spec->workdir = xstrdup(c->working_dir);
+	 * that directory: a path inside the box, where paddock-init changes directory. Looked up
+	 * with the tree as the root (RESOLVE_IN_ROOT: "..", absolute symlinks stay inside it), as
+	 * the box will see it: an image's symlink must not make this a probe of host paths. */
+	if (!spec->workdir && c->working_dir && c->working_dir[0] == '/' && strlen(c->working_dir) < 4096) {
+		_cleanup_close_ int rootfd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+		long fd = rootfd < 0 ? -1 : syscall(SYS_openat2, rootfd, c->working_dir, &how, sizeof(how));
+		if (fd >= 0) {
+			close((int)fd);
+			spec->workdir = xstrdup(c->working_dir);
+		}
+	}
 	char **cmd = NULL;
 	for (char **a = c->entrypoint; ret_cmd && *a; a++)
 		cmd = strv_append(cmd, *a);
