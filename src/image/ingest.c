@@ -109,6 +109,14 @@ int img_ingest(struct img_store *s, struct img_fetcher *f, const char *top, cons
 	if (r == 0)
 		r = check_config(s, m, &rec->contents, err);
 	rec->size = m ? m->config.size : 0;
+	/* a registry names the sizes up front: an image bigger than any real one is refused
+	 * before a byte of it is fetched (the disk under PADDOCK_HOME is the host's) */
+	uint64_t declared = 0;
+	for (size_t i = 0; r == 0 && i < m->n_layers; i++)
+		declared += m->layers[i].size; /* each <= OCI_BLOB_SIZE_MAX, at most OCI_LAYERS_MAX */
+	if (r == 0 && declared > OCI_IMAGE_SIZE_MAX)
+		r = pd_error_msg(err, EFBIG, "the image's layers add up to %llu bytes (more than %llu)",
+				 (unsigned long long)declared, (unsigned long long)OCI_IMAGE_SIZE_MAX);
 	for (size_t i = 0; r == 0 && i < m->n_layers; i++) {
 		progress(f, "layer %zu/%zu %s (%llu bytes)\n", i + 1, m->n_layers, m->layers[i].digest,
 			 (unsigned long long)m->layers[i].size);

@@ -18,6 +18,7 @@
 #define OCI_LAYERS_MAX 512                /* layers of one image */
 #define OCI_ARGV_MAX 4096                 /* Env, Entrypoint, Cmd entries */
 #define OCI_BLOB_SIZE_MAX (1ULL << 40)    /* any one blob: 1 TiB */
+#define OCI_IMAGE_SIZE_MAX (64ULL << 30)  /* all layers of one image, compressed: 64 GiB */
 #define OCI_DIGEST_LEN 71                 /* "sha256:" + 64 */
 #define OCI_PATH_MAX 4096                 /* paths inside a docker-save tarball */
 

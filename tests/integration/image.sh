@@ -116,6 +116,32 @@ t_import_refuses_layers_the_config_does_not_name() {
 	[ ! -e "$r/etc/planted" ] || fail "forged content in the honest image's tree"
 }
 
+# a manifest whose layers claim more than any real image: refused before a layer is fetched
+t_import_refuses_an_oversized_image() {
+	mk layout "$PADDOCK_HOME/huge"
+	python3 - "$PADDOCK_HOME/huge" <<'PY'
+import hashlib, json, os, sys
+d = sys.argv[1]; b = os.path.join(d, "blobs", "sha256")
+def put(obj):
+    data = json.dumps(obj).encode(); h = hashlib.sha256(data).hexdigest()
+    open(os.path.join(b, h), "wb").write(data)
+    return "sha256:" + h, len(data)
+top = json.load(open(os.path.join(d, "index.json")))
+idx = json.load(open(os.path.join(b, top["manifests"][0]["digest"][7:])))
+for e in idx["manifests"]:
+    if e["platform"]["architecture"] == "amd64":
+        m = json.load(open(os.path.join(b, e["digest"][7:])))
+        m["layers"][0]["size"] = 70 << 30
+        e["digest"], e["size"] = put(m)
+top["manifests"][0]["digest"], top["manifests"][0]["size"] = put(idx)
+json.dump(top, open(os.path.join(d, "index.json"), "w"))
+PY
+	local out
+	out=$(pd image import --name local/huge:1 "$PADDOCK_HOME/huge" 2>&1) && fail "oversized image imported"
+	assert_contains "$out" "add up to"
+	assert_eq "$(ls "$PADDOCK_HOME/images/rootfs" 2>/dev/null | wc -l)" "0"
+}
+
 t_pull_manifest_list_anonymous() {
 	mk layout "$PADDOCK_HOME/lay"
 	start_registry "$PADDOCK_HOME/lay"
