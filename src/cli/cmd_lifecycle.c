@@ -169,8 +169,9 @@ static int rm_one(const char *name, void *vctx)
 		return cli_fail(&err);
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
 	enum box_status st = store_status(dir, NULL);
-	if (st == BOX_STATUS_DEAD) {
-		/* its supervisor never got to clean up */
+	if (st != BOX_STATUS_RUNNING) {
+		/* a dead box's supervisor (or a SIGKILLed `run --rm`, whose box reads "created")
+		 * never got to clean up; rmdir only ever removes an empty cgroup */
 		_cleanup_free_ char *leaf = ns_cgroup_leaf(name, dir);
 		ns_cgroup_remove_stale(leaf);
 	}

@@ -3,6 +3,19 @@
 # supervisor dying, concurrent calls.
 . "$(dirname "$0")/../lib.sh"
 
+# the box cgroup's leaf name (ns_cgroup_leaf): box-NAME.<FNV-1a of the box's state dir>
+cgroup_leaf() {
+	python3 -c 'import sys
+h = 2166136261
+for c in sys.argv[2].encode(): h = ((h ^ c) * 16777619) & 0xffffffff
+print("box-%s.%08x" % (sys.argv[1], h))' "$1" "$PADDOCK_HOME/boxes/$1"
+}
+# the box cgroup directories of box NAME of this PADDOCK_HOME (empty once it is removed)
+cgroups_of() {
+	local mine="*/paddock/$(cgroup_leaf "$1")"
+	[ "$(id -u)" = 0 ] || mine="*/paddock/$(id -u)/$(cgroup_leaf "$1")"
+	find /sys/fs/cgroup -maxdepth 5 -name "$(cgroup_leaf "$1")" -path "$mine" 2>/dev/null
+}
 status_of() { pd ls --json | python3 -c "import json,sys; print(next((b['status'] for b in json.load(sys.stdin) if b['name']=='$1'), 'absent'))"; }
 
 t_create_exec_stop_start_rm() {
@@ -57,9 +70,22 @@ t_supervisor_sigkill_leaves_a_consistent_ls() {
 	pd rm k1
 	assert_eq "$(status_of k1)" "absent"
 	# and its cgroup, which the killed supervisor could not remove, is gone too
-	local mine="*/paddock/box-k1.*"
-	[ "$(id -u)" = 0 ] || mine="*/paddock/$(id -u)/box-k1.*"
-	assert_eq "$(find /sys/fs/cgroup -maxdepth 5 -name 'box-k1.*' -path "$mine" 2>/dev/null)" ""
+	assert_eq "$(cgroups_of k1)" ""
+}
+# `run --rm` killed with SIGKILL (its supervisor is the CLI process): nothing of the box runs
+# on, and `rm` removes its state and its cgroup
+t_run_rm_sigkilled_leaves_nothing_after_rm() {
+	"$PADDOCK" run --rm --name k2 --workspace none -- sleep 4343 &
+	local pid=$!
+	for _ in $(seq 100); do pgrep -f 'sleep 4343' >/dev/null && break; sleep 0.05; done
+	kill -KILL $pid
+	wait $pid 2>/dev/null || true
+	for _ in $(seq 100); do pgrep -f 'sleep 4343' >/dev/null || break; sleep 0.05; done
+	! pgrep -f "sleep 4343" >/dev/null || fail "a box process survived its killed run --rm: $(pgrep -af "sleep 4343")"
+	[ -n "$(cgroups_of k2)" ] || fail "no cgroup of k2 found while it was left behind (the check would be void)"
+	pd rm k2
+	assert_eq "$(status_of k2)" "absent"
+	assert_eq "$(cgroups_of k2)" ""
 }
 t_concurrent_execs_on_one_box() {
 	pd create c1 >/dev/null
