@@ -173,6 +173,9 @@ t_rm_leaves_nothing_behind() {
 
 # fail closed: each layer forced to fail refuses to start, says which, leaves nothing behind
 t_each_layer_failure_refuses_to_start() {
+	# these are the ns backend's layers; a vm box's own fail-closed layer (its NIC) is
+	# net.sh's network_failure_refuses_to_start, which runs on both backends
+	pd_only ns "the ns backend's confinement layers"
 	local layer err
 	for layer in cgroup userns mount pivot rlimit caps landlock seccomp; do
 		err=$(PADDOCK_TESTING=1 PADDOCK_TEST_FAIL_LAYER=$layer "$PADDOCK" run --rm -- echo SHOULD-NOT-RUN 2>&1) && return 1
