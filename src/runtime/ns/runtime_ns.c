@@ -233,8 +233,15 @@ static int spawn(struct start_ctx *c, pd_err *err)
 		pd_error(err, errno, "cannot create the box's namespaces (clone3)");
 		return layer_error(err, NS_LAYER_USERNS);
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		/* the supervisor's ends: held here too, they would keep the child's reads from
+		 * ever seeing EOF, and a supervisor killed before the go-ahead would leave the
+		 * child waiting forever (found with run --rm SIGKILLed at start) */
+		close(c->ctl[0]);
+		close(c->sync[1]);
+		close(c->report[0]);
 		ns_child_main(&c->plan);
+	}
 	c->pid = (pid_t)pid;
 	close_fd(&c->ctl[1]);
 	close_fd(&c->sync[0]);
