@@ -11,20 +11,8 @@
 #include <unistd.h>
 
 #include "guest/wsalias.h"
+#include "util/fdio.h"
 #include "proto/wsscan.h"
-
-/* mkdir -p of every component of path before its last '/' (path is absolute) */
-static int make_parents(char *path)
-{
-	for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
-		*p = '\0';
-		int r = mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
-		*p = '/';
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
 
 int guest_wsalias_main(char *const *argv)
 {
@@ -40,8 +28,14 @@ int guest_wsalias_main(char *const *argv)
 		path[--n] = '\0';
 	if (streq(path, target) || n <= 1)
 		return 0;
-	if (make_parents(path) < 0)
-		return 1;
+	char *slash = strrchr(path, '/');
+	if (slash != path) { /* mkdir -p of its parent */
+		*slash = '\0';
+		int r = mkdir_p(path, 0755);
+		*slash = '/';
+		if (r < 0)
+			return 1;
+	}
 	if (symlink(target, path) == 0)
 		return 0;
 	/* an old link (a restarted box) is replaced; anything else at the path is left alone */
