@@ -397,14 +397,19 @@ static int read_entries(struct applier *ap)
 	return 0;
 }
 
+void layer_read_support_filters(struct archive *a)
+{
+	/* layers are tar, tar+gzip or tar+zstd; nothing else is even attempted */
+	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
+}
+
 static struct archive *reader_new(void)
 {
 	struct archive *a = archive_read_new();
 	if (!a)
 		abort(); /* out of memory */
-	/* layers are tar, tar+gzip or tar+zstd; nothing else is even attempted */
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
+	layer_read_support_filters(a);
 	archive_read_support_format_tar(a);
 	return a;
 }

@@ -49,6 +49,11 @@ struct layer_stats {
 	uint64_t devices_skipped, xattrs_skipped, setid_stripped, ignored;  /* sockets, aufs, "." */
 };
 
+struct archive;
+/* The decompressors a layer may use (gzip, zstd; plain needs none), for every reader of
+ * layer blobs (the applier, the diff_id check) to accept the same set. */
+void layer_read_support_filters(struct archive *a);
+
 /* privileged = (geteuid() == 0), the default limits. */
 void layer_options_default(struct layer_options *o);
 

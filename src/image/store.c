@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "image/layer.h"
 #include "image/store.h"
 #include "util/fdio.h"
 
@@ -90,8 +91,7 @@ int img_layer_diff_id(int fd, uint64_t max_bytes, char ret[OCI_DIGEST_LEN + 1], 
 	if (!a || !md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
 		abort(); /* out of memory */
 	/* the same decompressors the applier accepts; "raw": the decompressed bytes as they are */
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
+	layer_read_support_filters(a);
 	archive_read_support_format_raw(a);
 	struct archive_entry *e;
 	int r = archive_read_open_fd(a, fd, 64 * 1024) != ARCHIVE_OK || archive_read_next_header(a, &e) != ARCHIVE_OK
