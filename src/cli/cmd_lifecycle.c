@@ -10,17 +10,10 @@
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits until no supervisor holds the box (its supervisor.lock is free). */
 static bool wait_supervisor_gone(const char *dir, int timeout_ms)
 {
-	int64_t end = now_ms() + timeout_ms;
+	int64_t end = mono_ms() + timeout_ms;
 	do {
 		int fd = store_lock(dir, "supervisor.lock", false);
 		if (fd >= 0) {
@@ -28,7 +21,7 @@ static bool wait_supervisor_gone(const char *dir, int timeout_ms)
 			return true;
 		}
 		usleep(5000);
-	} while (now_ms() < end);
+	} while (mono_ms() < end);
 	return false;
 }
 

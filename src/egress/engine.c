@@ -68,13 +68,6 @@ struct egress_engine {
 	void *fd_hook_opaque;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t wall_ms(void)
 {
 	struct timespec ts;

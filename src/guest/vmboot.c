@@ -18,6 +18,7 @@
 
 #include "guest/vmboot.h"
 #include "net/vnet_if.h"
+#include "util/fdio.h"
 #include "util/util.h"
 
 #define DEVICE_WAIT_MS 20000 /* TCG on a loaded host is slow; KVM needs a few ms */
@@ -102,12 +103,6 @@ int vmboot_pick_port(const char *const *names, const char *const *contents, size
 
 /* ---- small I/O helpers ---------------------------------------------------------------- */
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void nap(void)
 {
@@ -149,7 +144,7 @@ static void poweroff_at_exit(void)
 	if (getpid() != 1)
 		return; /* a forked child calling exit() must never take the box down */
 	(void)kill(-1, SIGKILL);
-	for (uint64_t until = mono_ms() + 1000; mono_ms() < until;) {
+	for (int64_t until = mono_ms() + 1000; mono_ms() < until;) {
 		if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
 			break;
 		nap();
@@ -263,7 +258,7 @@ static int wait_devices(const char *root, bool net, char *port, size_t size)
 {
 	char disk[64];
 	snprintf(disk, sizeof(disk), "/dev/%s", root);
-	uint64_t deadline = mono_ms() + DEVICE_WAIT_MS;
+	int64_t deadline = mono_ms() + DEVICE_WAIT_MS;
 	bool have_port = false, have_disk = false, have_net = !net;
 	while (!(have_port && have_disk && have_net)) {
 		have_port = have_port || find_port(port, size) == 0;
@@ -376,13 +371,10 @@ static int network_up(bool net)
 
 static int write_str(const char *path, const char *text)
 {
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
-		int e = errno ? -errno : -EIO;
-		vlog("cannot write %s to %s: %s", text, path, strerror(-e));
-		return e;
-	}
-	return 0;
+	int r = write_file_str(path, text);
+	if (r < 0)
+		vlog("cannot write %s to %s: %s", text, path, strerror(-r));
+	return r;
 }
 
 /* --pids inside the guest: PID 1 moves into a pids cgroup of the guest's own cgroup2

@@ -156,19 +156,12 @@ struct resolver {
 	pd_err *err;
 };
 
-static bool strv_has(char *const *v, const char *s)
-{
-	for (; v && *v; v++)
-		if (streq(*v, s))
-			return true;
-	return false;
-}
 
 static int visit(struct resolver *rs, const char *name, bool optional, unsigned depth)
 {
-	if (strv_has(rs->builtin, name) || strv_has(rs->order, name))
+	if (strv_contains(rs->builtin, name) || strv_contains(rs->order, name))
 		return 0;
-	if (depth > KMOD_MAX_DEPTH || strv_has(rs->visiting, name))
+	if (depth > KMOD_MAX_DEPTH || strv_contains(rs->visiting, name))
 		return pd_error_msg(rs->err, ELOOP, "kernel module %s: dependency cycle or chain too deep", name);
 	_cleanup_strv_ char **deps = NULL;
 	int r = rs->deps(rs->userdata, name, &deps);

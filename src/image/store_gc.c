@@ -130,13 +130,6 @@ struct keep {
 	char **blobs, **trees;  /* hex names */
 };
 
-static bool strv_has(char *const *v, const char *s)
-{
-	for (; v && *v; v++)
-		if (streq(*v, s))
-			return true;
-	return false;
-}
 
 static void keep_record(struct keep *k, const struct img_record *r)
 {
@@ -189,7 +182,7 @@ static int sweep(struct img_store *s, const char *dir, char *const *keep, bool t
 		return close(fd), pd_error(err, errno, "cannot list %s/%s", s->dir, dir);
 	int r = 0;
 	for (struct dirent *de; (de = readdir(d));) {
-		if (streq(de->d_name, ".") || streq(de->d_name, "..") || (keep && strv_has(keep, de->d_name)))
+		if (streq(de->d_name, ".") || streq(de->d_name, "..") || (keep && strv_contains(keep, de->d_name)))
 			continue;
 		struct stat sb;
 		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)

@@ -28,13 +28,6 @@ struct netstack {
 	size_t base, n, cap;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static ssize_t cb_send(const void *buf, size_t len, void *opaque)
 {
 	struct netstack *ns = opaque;

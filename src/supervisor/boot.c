@@ -39,18 +39,11 @@ const struct runtime_ops *runtime_by_name(const char *name, pd_err *err)
 	return NULL;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reads exactly one frame with a deadline. buf holds PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD. */
 static int recv_deadline(int fd, uint8_t *buf, struct proto_frame *f, int64_t deadline)
 {
 	for (;;) {
-		int left = (int)(deadline - now_ms());
+		int left = (int)(deadline - mono_ms());
 		if (left <= 0)
 			return -ETIMEDOUT;
 		struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -95,11 +88,11 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	if (!b.rt)
 		return -EINVAL;
 	box_config_from_spec(spec, box_dir, &b.cfg);
-	int64_t t0 = now_ms();
+	int64_t t0 = mono_ms();
 	int r = b.rt->start(&b.cfg, &b.h, err);
 	if (r < 0)
 		return r;
-	pd_debug("box %s started by %s in %lld ms", spec->name, b.rt->name, (long long)(now_ms() - t0));
+	pd_debug("box %s started by %s in %lld ms", spec->name, b.rt->name, (long long)(mono_ms() - t0));
 	/* which accelerator, and why, in one line: when a probe boot just decided it (later starts
 	 * reuse the verdict silently; `paddock doctor` and PADDOCK_DEBUG=1 always say it) */
 	if (b.rt == &runtime_vm && vm_box_accel_fresh(&b.h))
@@ -118,7 +111,7 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 		boot_undo(&b, net);
 		return r;
 	}
-	pd_debug("box %s greeted in %lld ms", spec->name, (long long)(now_ms() - t0));
+	pd_debug("box %s greeted in %lld ms", spec->name, (long long)(mono_ms() - t0));
 	r = box_workspace_copyin(&b, spec, box_dir, err);
 	if (r < 0) {
 		boot_undo(&b, net);
@@ -134,7 +127,7 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 static bool wait_exit(const struct box_handle *h, int64_t deadline)
 {
 	for (;;) {
-		int left = (int)(deadline - now_ms());
+		int left = (int)(deadline - mono_ms());
 		if (h->pidfd >= 0) {
 			struct pollfd p = {.fd = h->pidfd, .events = POLLIN};
 			int r = poll(&p, 1, left > 0 ? left : 0);
@@ -148,7 +141,7 @@ static bool wait_exit(const struct box_handle *h, int64_t deadline)
 				return true;
 			usleep(2000);
 		}
-		if (now_ms() >= deadline)
+		if (mono_ms() >= deadline)
 			return false;
 	}
 }
@@ -167,14 +160,14 @@ void box_shutdown(struct box *b, bool graceful, uint32_t timeout_ms)
 		uint8_t t[4];
 		proto_put_u32(t, timeout_ms);
 		if (proto_send(b->h.ctl_fd, PROTO_STOP, 0, 0, t, sizeof(t)) == 0)
-			graceful = wait_exit(&b->h, now_ms() + timeout_ms + 1000);
+			graceful = wait_exit(&b->h, mono_ms() + timeout_ms + 1000);
 		else
 			graceful = false;
 	}
 	if (!graceful) {
 		b->rt->kill(&b->h);
 		pd_debug("shutdown: killed");
-		wait_exit(&b->h, now_ms() + 10000);
+		wait_exit(&b->h, mono_ms() + 10000);
 		pd_debug("shutdown: exited");
 	}
 	if (b->h.ctl_fd >= 0)

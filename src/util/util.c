@@ -1,5 +1,6 @@
 /* util.c — allocation helpers (abort on OOM) and string vectors. */
 #include <stdarg.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -70,6 +71,21 @@ void strv_free(char **v)
 	for (char **p = v; *p; p++)
 		free(*p);
 	free(v);
+}
+
+bool strv_contains(char *const *v, const char *s)
+{
+	for (; v && *v; v++)
+		if (streq(*v, s))
+			return true;
+	return false;
+}
+
+int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 size_t strv_len(char *const *v)

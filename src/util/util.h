@@ -59,6 +59,10 @@ char *xasprintf(const char *fmt, ...) _printf_(1, 2);
 size_t strv_len(char *const *v);
 char **strv_append(char **v, const char *s); /* returns the new vector */
 char **strv_copy(char *const *v);
+bool strv_contains(char *const *v, const char *s);
+
+/* CLOCK_MONOTONIC in milliseconds (deadlines, timeouts, progress) */
+int64_t mono_ms(void);
 
 static inline bool streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
 static inline bool startswith(const char *s, const char *prefix)

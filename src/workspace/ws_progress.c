@@ -5,13 +5,6 @@
 
 #define BAR 24
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void human(char *buf, size_t len, uint64_t n, bool bytes)
 {
 	static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
