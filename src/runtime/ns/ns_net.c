@@ -33,30 +33,22 @@ static int open_tap(struct ns_report *rep)
 	return fd;
 }
 
-/* child: address, netmask, up, default route — all on the box's own namespace. */
+/* child: address, netmask, up, default route, and the MTU libslirp runs with (vnet.h: the
+ * box's TCP then sends 64 KiB segments, one frame where 1,500 bytes would take 44) — all on
+ * the box's own interface, in its own namespace, through one socket. */
 static int configure(struct ns_report *rep)
 {
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return ns_fail(rep, NS_LAYER_NET, errno, "cannot open a socket to configure " VNET_BOX_IFNAME);
 	int r = vnet_if_configure(s);
-	close(s);
-	return r < 0 ? ns_fail(rep, NS_LAYER_NET, -r, "cannot configure " VNET_BOX_IFNAME) : 0;
-}
-
-/* child: the MTU libslirp runs with (vnet.h): the box's TCP then sends 64 KiB segments, one
- * frame where 1,500 bytes would take 44. On the box's own interface, in its own namespace. */
-static int set_mtu(struct ns_report *rep)
-{
-	struct ifreq ifr = {0};
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return ns_fail(rep, NS_LAYER_NET, errno, "cannot open a socket to configure " VNET_BOX_IFNAME);
+	if (r < 0)
+		return ns_fail(rep, NS_LAYER_NET, -r, "cannot configure " VNET_BOX_IFNAME);
+	struct ifreq ifr = {.ifr_mtu = VNET_MTU};
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", VNET_BOX_IFNAME);
-	ifr.ifr_mtu = VNET_MTU;
-	int r = ioctl(s, SIOCSIFMTU, &ifr), e = errno;
-	close(s);
-	return r < 0 ? ns_fail(rep, NS_LAYER_NET, e, "cannot set the MTU of " VNET_BOX_IFNAME) : 0;
+	if (ioctl(s, SIOCSIFMTU, &ifr) < 0)
+		return ns_fail(rep, NS_LAYER_NET, errno, "cannot set the MTU of " VNET_BOX_IFNAME);
+	return 0;
 }
 
 /* child: one message carrying the fd; the buffers are on the stack. */
@@ -90,8 +82,6 @@ int ns_net_tap(const struct ns_plan *p, struct ns_report *rep)
 	if (fd < 0)
 		return -1;
 	int r = configure(rep);
-	if (r == 0)
-		r = set_mtu(rep);
 	if (r == 0)
 		r = send_fd(p->sync_fd, fd, rep);
 	/* the box keeps no handle on its own interface: only the supervisor holds the fd */
