@@ -30,12 +30,14 @@ void wsnap_free(struct wsnap *s)
 	ws_notes_free(&s->notes);
 	if (s->staging_fd >= 0)
 		close(s->staging_fd);
-	*s = (struct wsnap){.staging_fd = -1};
+	if (s->box_fd >= 0)
+		close(s->box_fd);
+	*s = (struct wsnap){.staging_fd = -1, .box_fd = -1};
 }
 
 static int open_box(const char *name, struct wsnap *s, struct box_spec *spec, pd_err *err)
 {
-	*s = (struct wsnap){.staging_fd = -1};
+	*s = (struct wsnap){.staging_fd = -1, .box_fd = -1};
 	int r = cli_box_dir(name, NULL, &s->box_dir, err);
 	if (r == 0)
 		r = store_load_spec(s->box_dir, spec, err);
@@ -45,9 +47,9 @@ static int open_box(const char *name, struct wsnap *s, struct box_spec *spec, pd
 		return pd_error_msg(err, EINVAL, "sandbox '%s' has no copied workspace (it was created with --workspace %s)",
 				    name, spec->workspace ? spec->workspace : "none");
 	s->project = xstrdup(spec->project);
-	_cleanup_close_ int dfd = open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	s->box_fd = open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
-	r = dfd < 0 ? -errno : ws_manifest_load(dfd, WSBOX_BASE_MANIFEST, &lim, &s->base, err);
+	r = s->box_fd < 0 ? -errno : ws_manifest_load(s->box_fd, WSBOX_BASE_MANIFEST, &lim, &s->base, err);
 	if (r < 0)
 		return pd_err_prefix(err, "cannot read what '%s' received", name);
 	return 0;
@@ -77,13 +79,6 @@ static _noreturn_ void tar_out(const char *box_dir, int out_fd)
 {
 	char *argv[] = {"tar", "-c", "-f", "-", "-C", "/workspace", "--format=pax", ".", NULL};
 	run_out(box_dir, argv, -1, out_fd);
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static struct ws_ignore *host_ignore(const struct wsnap *s)
@@ -193,9 +188,8 @@ static int scan_fail(struct scan_sess *sc, int r, pd_err *err)
 static int snapshot(struct wsnap *s, pd_err *err)
 {
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
-	_cleanup_close_ int dfd = open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct ws_bscan baseline = {0}, now = {0};
-	bool have_base = dfd >= 0 && ws_bscan_load(dfd, WSBOX_BASELINE, &lim, &baseline, NULL) == 0;
+	bool have_base = ws_bscan_load(s->box_fd, WSBOX_BASELINE, &lim, &baseline, NULL) == 0;
 	_cleanup_(ws_ignore_freep) struct ws_ignore *ig = host_ignore(s);
 	struct ws_bplan plan = {0};
 	struct ws_manifest fetched = {0};
@@ -271,8 +265,7 @@ int wsnap_take(const char *name, struct wsnap *s, pd_err *err)
 	if (r == 0 && store_status(s->box_dir, NULL) != BOX_STATUS_RUNNING)
 		r = pd_error_msg(err, ESRCH, "sandbox '%s' is not running; start it with 'paddock start %s'", name, name);
 	/* the saved snapshot goes first: its staged content is about to be replaced */
-	_cleanup_close_ int dfd = r == 0 ? open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-	if (r == 0 && unlinkat(dfd, WSNAP_BOX_MANIFEST, 0) < 0 && errno != ENOENT)
+	if (r == 0 && unlinkat(s->box_fd, WSNAP_BOX_MANIFEST, 0) < 0 && errno != ENOENT)
 		r = pd_error(err, errno, "cannot remove the previous snapshot");
 	if (r == 0)
 		r = open_staging(s, err);
@@ -282,7 +275,7 @@ int wsnap_take(const char *name, struct wsnap *s, pd_err *err)
 		return pd_err_prefix(err, "cannot read the workspace of '%s'", name);
 	s->taken = time(NULL);
 	staging_gc(s);
-	return ws_manifest_save(&s->box, dfd, WSNAP_BOX_MANIFEST, err);
+	return ws_manifest_save(&s->box, s->box_fd, WSNAP_BOX_MANIFEST, err);
 }
 
 int wsnap_save_tar(const char *box_dir, pd_err *err)
@@ -325,12 +318,11 @@ int wsnap_load(const char *name, struct wsnap *s, pd_err *err)
 	box_spec_free(&spec);
 	if (r < 0)
 		return r;
-	_cleanup_close_ int dfd = open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
-	if (fstatat(dfd, WSNAP_BOX_MANIFEST, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(s->box_fd, WSNAP_BOX_MANIFEST, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -ENOENT;
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
-	r = ws_manifest_load(dfd, WSNAP_BOX_MANIFEST, &lim, &s->box, err);
+	r = ws_manifest_load(s->box_fd, WSNAP_BOX_MANIFEST, &lim, &s->box, err);
 	if (r == 0)
 		r = open_staging(s, err);
 	s->taken = st.st_mtime;

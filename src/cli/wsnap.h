@@ -7,6 +7,7 @@
 
 struct wsnap {
 	char *box_dir;
+	int box_fd;                 /* box_dir, O_PATH */
 	char *project;              /* host project path */
 	struct ws_manifest base;    /* what the box received */
 	struct ws_manifest box;     /* what it holds now */
