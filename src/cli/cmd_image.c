@@ -152,7 +152,7 @@ int cli_image_for_box(const char *image, struct box_spec *spec, char ***ret_cmd,
 		return q;
 	/* the box name is checked free first: a use recorded under a taken name would replace
 	 * that box's own (two creations racing for one name is the remaining window) */
-	dir = xasprintf("%s/boxes/%s", s->home, spec->name);
+	dir = store_box_dir(s->home, spec->name);
 	if (access(dir, F_OK) == 0)
 		return pd_error_msg(err, EEXIST, "a sandbox named '%s' exists", spec->name);
 	if ((q = img_use(s, spec->name, r, &spec->rootfs, err)) < 0)
