@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "egress/dial.h"
+#include "util/thread.h"
 #include "egress/name.h"
 #include "egress/resolver.h"
 #include "util/util.h"
@@ -148,16 +149,11 @@ static int grow_locked(struct egress_resolver *r)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 512 * 1024);
-	/* the worker takes no signal: they stay with the supervisor's main thread */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t t;
-	int e = pthread_create(&t, &attr, worker, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int e = thread_start_quiet(&t, &attr, worker, r);
 	pthread_attr_destroy(&attr);
-	if (e != 0)
-		return r->threads > 0 ? 0 : -e; /* the running ones will get to it */
+	if (e < 0)
+		return r->threads > 0 ? 0 : e; /* the running ones will get to it */
 	r->threads++;
 	r->refs++;
 	return 0;

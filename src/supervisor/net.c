@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "egress/engine.h"
+#include "util/thread.h"
 #include "net/dns.h"
 #include "net/frame.h"
 #include "net/netstack.h"
@@ -570,12 +571,7 @@ int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const s
 	if (r == 0)
 		r = setup(n, err);
 	if (r == 0) {
-		/* the thread takes no signal: they stay with the supervisor's main loop */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		r = -pthread_create(&n->thread, NULL, net_thread, n);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		r = thread_start_quiet(&n->thread, NULL, net_thread, n);
 		if (r < 0)
 			pd_error(err, -r, "cannot start the network thread");
 	}

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "util/fdio.h"
+#include "util/thread.h"
 #include "runtime/vm/vm_console.h"
 
 #define DIAG_READ_MAX (64u * 1024u)
@@ -143,17 +144,12 @@ int vm_console_start(int sock, const char *state_dir, pthread_t *ret, pd_err *er
 	/* a fresh log per boot: the old one would otherwise count against nothing */
 	(void)unlinkat(t->dir_fd, VM_CONSOLE_OLD, 0);
 	(void)unlinkat(t->dir_fd, VM_CONSOLE_FILE, 0);
-	/* the thread takes no signal: they stay with the caller's main loop */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int r = pthread_create(ret, NULL, console_copy, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r != 0) {
+	int r = thread_start_quiet(ret, NULL, console_copy, t);
+	if (r < 0) {
 		close(sock);
 		close(t->dir_fd);
 		free(t);
-		return pd_error(err, r, "cannot start the console thread");
+		return pd_error(err, -r, "cannot start the console thread");
 	}
 	return 0;
 }
