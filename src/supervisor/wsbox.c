@@ -3,12 +3,12 @@
 #include <ftw.h>
 #include <poll.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "supervisor/wsbox.h"
 #include "proto/wsscan.h"
 #include "util/fdio.h"
 #include "util/log.h"
+#include "util/thread.h"
 #include "workspace/ws_boxscan.h"
 #include "workspace/ws_copyin.h"
 #include "workspace/ws_progress.h"
@@ -201,28 +201,40 @@ static void save_baseline(int ctl_fd, const char *box_dir, bool restored)
 	unlink(dst);
 }
 
-/* The producer child: walks the project, writes the tar stream to out_fd, saves the copy-in
- * manifest and the list of what was left out beside the box. Never returns. */
-static _noreturn_ void produce(const char *project, const char *box_dir, int out_fd)
+/* The producer: walks the project, writes the tar stream to out_fd (and closes it), saves the
+ * copy-in manifest and the list of what was left out beside the box. A thread, not a forked
+ * child: the supervisor already runs its network thread, and a child forked from a threaded
+ * process may only call async-signal-safe functions (one hung on an allocator lock the
+ * network thread held at the fork). */
+struct producer {
+	const char *project, *box_dir;
+	int out_fd;
+	int r;
+	pd_err err;
+};
+
+static void *produce(void *arg)
 {
-	pd_err err = {0};
+	struct producer *p = arg;
 	struct ws_manifest m = {0};
 	struct ws_notes notes = {0};
-	int rootfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int dirfd = open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int r = rootfd < 0 || dirfd < 0 ? pd_error(&err, errno, "cannot open %s", project)
-					: ws_copyin(rootfd, out_fd, NULL, &m, &notes, &err);
-	close(out_fd);
+	_cleanup_close_ int rootfd = open(p->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dirfd = open(p->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = rootfd < 0 || dirfd < 0 ? pd_error(&p->err, errno, "cannot open %s", p->project)
+					: ws_copyin(rootfd, p->out_fd, NULL, &m, &notes, &p->err);
+	close(p->out_fd);
 	if (r == 0)
-		r = ws_manifest_save(&m, dirfd, WSBOX_BASE_MANIFEST, &err);
-	FILE *nf = r == 0 ? fopen(xasprintf("%s/%s", box_dir, WSBOX_NOTES), "we") : NULL;
+		r = ws_manifest_save(&m, dirfd, WSBOX_BASE_MANIFEST, &p->err);
+	_cleanup_free_ char *notes_path = xasprintf("%s/%s", p->box_dir, WSBOX_NOTES);
+	FILE *nf = r == 0 ? fopen(notes_path, "we") : NULL;
 	for (size_t i = 0; nf && i < notes.n; i++)
 		fprintf(nf, "%s\t%s\n", ws_reason_str(notes.v[i].reason), notes.v[i].path);
 	if (nf)
 		fclose(nf);
-	if (r < 0)
-		fprintf(stderr, "paddock: workspace copy-in: %s\n", err.msg);
-	_exit(r < 0 ? 1 : 0);
+	ws_manifest_free(&m);
+	ws_notes_free(&notes);
+	p->r = r;
+	return NULL;
 }
 
 static uint64_t tree_sum;
@@ -262,23 +274,23 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 	char *tar_x[] = {"tar", "-x", "-p", "-f", "-", "-C", "/workspace", "--no-same-owner", "--no-overwrite-dir", NULL};
 	char msg[2048];
 	_cleanup_close_ int saved = open_saved(box_dir);
-	pid_t pid = -1;
 	int in = saved;
 	int pipefd[2] = {-1, -1};
+	struct producer prod = {.project = spec->project, .box_dir = box_dir};
+	pthread_t producer;
+	bool producing = false;
 	if (saved < 0) {
 		if (pipe2(pipefd, O_CLOEXEC) < 0)
 			return pd_error(err, errno, "cannot create a pipe");
 		(void)fcntl(pipefd[0], F_SETPIPE_SZ, 1 << 20); /* a larger pipe: fewer wake-ups; best effort */
-		pid = fork();
-		if (pid < 0)
-			return pd_error(err, errno, "cannot fork");
-		if (pid == 0) {
-			/* the producer holds nothing of the box (control socket, TAP, network
-			 * thread's sockets): a long copy-in must not keep them alive past teardown */
-			fd_close_all_but(pipefd[1]);
-			produce(spec->project, box_dir, pipefd[1]);
+		prod.out_fd = pipefd[1]; /* the producer's from here on: it closes it */
+		int r = thread_start_quiet(&producer, NULL, produce, &prod);
+		if (r < 0) {
+			close(pipefd[0]);
+			close(pipefd[1]);
+			return pd_error(err, -r, "cannot start the copy-in thread");
 		}
-		close(pipefd[1]);
+		producing = true;
 		in = pipefd[0];
 	}
 	struct ws_progress bar;
@@ -287,11 +299,15 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 		bar.total = saved >= 0 ? fd_size(saved) : tree_bytes(spec->project);
 	int st = run_fed_out(b->h.ctl_fd, WSBOX_STREAM, tar_x, "agent", in, -1, 0, msg, sizeof(msg), &bar, err);
 	ws_progress_end(&bar);
+	/* closed first: a producer still writing gets EPIPE (its SIGPIPE is blocked) and ends */
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);
-	int wst = 0;
-	if (pid > 0 && waitpid(pid, &wst, 0) == pid && !(WIFEXITED(wst) && WEXITSTATUS(wst) == 0) && st >= 0)
-		return pd_error_msg(err, EIO, "cannot copy the project %s into the box (see above)", spec->project);
+	if (producing) {
+		pthread_join(producer, NULL);
+		if (prod.r < 0 && st >= 0)
+			return pd_error_msg(err, -prod.r, "cannot copy the project %s into the box: %s", spec->project,
+					    prod.err.msg);
+	}
 	if (st < 0)
 		return pd_err_prefix(err, "workspace copy-in");
 	if (st != 0)
