@@ -220,6 +220,31 @@ t_relay_inside_the_box_reaches_nothing() {
 	no_upstream_hits
 }
 
+# a box that half-closes its request and then never reads, while the upstream sends its answer
+# and closes: the connection waits for the box, and the supervisor does not spin meanwhile
+# (poll reports POLLHUP even for a side it is not reading). 1 MiB: small enough for the upstream
+# to finish and close, big enough to fill the engine's buffer (the spin used ~220 ticks in 3 s)
+t_box_that_never_reads_an_answer_cannot_make_the_supervisor_spin() {
+	pd_only ns "the supervisor is the run process itself"
+	local out=$PADDOCK_HOME/spin.out pid t1 t2
+	"$PADDOCK" run --rm --name spin$$ $(allow_up) -- python3 -c "
+import socket, time
+s = socket.create_connection(('up.test', $HTTP_PORT), 5)
+s.sendall(b'GET /bytes/1048576 HTTP/1.0\r\nHost: up.test:$HTTP_PORT\r\n\r\n')
+s.shutdown(socket.SHUT_WR)
+print('sent', flush=True)
+time.sleep(6)" </dev/null >"$out" 2>&1 &
+	pid=$!
+	for i in $(seq 100); do grep -q '^sent' "$out" && break; sleep 0.1; done
+	sleep 1.5
+	t1=$(awk '{print $14 + $15}' /proc/$pid/stat)
+	sleep 3
+	t2=$(awk '{print $14 + $15}' /proc/$pid/stat)
+	wait $pid
+	echo "supervisor CPU over 3 s while the box does not read: $((t2 - t1)) ticks" >&2
+	[ $((t2 - t1)) -lt 60 ] || fail "the supervisor used $((t2 - t1)) clock ticks in 3 s (spinning)"
+}
+
 net_make_ca
 net_start_upstreams
 trap net_stop EXIT
