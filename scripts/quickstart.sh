@@ -15,9 +15,12 @@ if [ "$user" != root ]; then
 fi
 echo "paddock built: $PD"
 echo "running: paddock run --rm -- sh -c '…'   (as $user)"
-exec sudo -u "$user" -H "$PD" run --rm -- sh -c '
+# runuser (util-linux) rather than sudo: a fresh Debian set up as root may have no sudo
+as_user=()
+[ "$user" = root ] || as_user=(runuser -u "$user" -- env HOME="$(getent passwd "$user" | cut -d: -f6)")
+exec "${as_user[@]}" "$PD" run --rm -- sh -c '
 	echo "hello from $(hostname), uid $(id -u) ($(id -un)), pid $$"
 	echo "home: $HOME ($(ls -A "$HOME" | wc -l) entries), host /home visible: $(ls /home)"
-	echo "network: $(ls /sys/class/net 2>/dev/null | tr "\n" " " || echo loopback only)"
+	echo "network interfaces: $(sed -n "3,\$ s/:.*//p" /proc/net/dev | tr -d " " | tr "\n" " ")"
 	echo "capabilities: $(grep CapEff /proc/self/status)"
 '
