@@ -63,19 +63,25 @@ static char *human_age(int64_t created)
 }
 
 /* Where inside id 0 of this caller's boxes lives on the host (0 when not root). */
-static int owner_shift(bool gid, uint32_t *ret, pd_err *err)
+static uint32_t inside_root(const struct ns_idmap *map)
+{
+	uint32_t id = 0;
+	for (size_t i = 0; i < map->n; i++)
+		if (map->e[i].inside == 0)
+			id = map->e[i].outside;
+	return id;
+}
+
+static int owner_shift(struct img_store *s, pd_err *err)
 {
 	struct ns_idmaps m;
-	*ret = 0;
 	if (geteuid() != 0)
 		return 0; /* an ordinary user unpacks as itself (layer.h: unprivileged) */
 	int r = ns_idmaps_for_caller(&m, err);
 	if (r < 0)
 		return r;
-	const struct ns_idmap *map = gid ? &m.gid : &m.uid;
-	for (size_t i = 0; i < map->n; i++)
-		if (map->e[i].inside == 0)
-			*ret = map->e[i].outside;
+	s->uid_shift = inside_root(&m.uid);
+	s->gid_shift = inside_root(&m.gid);
 	return 0;
 }
 
@@ -86,7 +92,7 @@ int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err)
 	int r = store_home(&home, err);
 	if (r < 0 || (r = img_store_open(home, lock, &s, err)) < 0)
 		return r;
-	if ((r = owner_shift(false, &s->uid_shift, err)) < 0 || (r = owner_shift(true, &s->gid_shift, err)) < 0) {
+	if ((r = owner_shift(s, err)) < 0) {
 		img_store_close(s);
 		return r;
 	}
