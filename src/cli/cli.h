@@ -68,12 +68,26 @@ char *cli_random_name(const char *prefix);
 
 /* Opens the image store of this user, with root's owner shift set (cmd_image.c). */
 struct img_store;
+struct img_record;
 enum img_lock;
 int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err);
 /* --image: finds the image (unpacking it if gc took its tree), records that box spec->name
  * uses it, and sets spec->image, spec->rootfs and the image's Env. ret_cmd (may be NULL) gets
  * the image's Entrypoint + Cmd, or stays NULL when it has none. */
 int cli_image_for_box(const char *image, struct box_spec *spec, char ***ret_cmd, pd_err *err);
+
+/* A stored image by reference, else pulled (registry mirror from the options' sources). */
+int cli_image_pull(struct img_store *s, const char *ref, struct img_record **ret, pd_err *err);
+
+/* Profiles (profile_build.c): the image of profile p, reused when one was built for the same
+ * base, commands and build network, else built now (rebuild: always). resolve: --resolve
+ * NAME=ADDR entries for the build box (the route, not part of what is built). */
+#define PROFILE_IMAGE_PREFIX "localhost/paddock/"
+struct profile;
+int cli_profile_image(const struct profile *p, bool rebuild, char *const *resolve, struct img_record **ret,
+		      pd_err *err);
+/* `paddock __build-layer capture|remove NSFD DIR`: the helper profile_build.c runs. */
+int cli_build_layer_helper(int argc, char **argv);
 
 /* Opens the store and the box directory of NAME (which must exist). */
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err);

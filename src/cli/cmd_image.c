@@ -2,6 +2,7 @@
  * ($PADDOCK_HOME/images, src/image/store.h). */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -26,7 +27,8 @@ static void image_help(FILE *f)
 		   "       paddock image gc\n"
 		   "       paddock image import [--name NAME] [--tag TAG] FILE\n"
 		   "       paddock image pull [--name NAME] [--registry-mirror URL] [--ca-file PEM] REF\n"
-		   "       paddock image build debian:bookworm|debian:bookworm-slim\n\n"
+		   "       paddock image build debian:bookworm|debian:bookworm-slim\n"
+		   "       paddock image update [--resolve NAME=ADDR]... [PROFILE...]\n\n"
 		   "The image store: content-addressed (sha256) blobs and unpacked trees under\n"
 		   "$PADDOCK_HOME/images. IMAGE is a name (node:22 = docker.io/library/node:22) or a\n"
 		   "digest prefix. import reads a `docker save` tarball or an OCI layout (directory or\n"
@@ -35,7 +37,9 @@ static void image_help(FILE *f)
 		   "$PADDOCK_REGISTRY_MIRROR, or \"registryMirror\" in $XDG_CONFIG_HOME/paddock/images.json)\n"
 		   "replaces docker.io. rm forgets images; gc removes blobs and trees that no image and no\n"
 		   "existing sandbox uses. build makes a Debian base\n"
-		   "image with mmdebstrap through the host's apt sources.\n");
+		   "image with mmdebstrap through the host's apt sources. update rebuilds the images of\n"
+		   "the named profiles (default: every profile that has one) to pick up new agent releases;\n"
+		   "existing sandboxes keep the image they were made from.\n");
 }
 
 static char *human_size(uint64_t n)
@@ -144,6 +148,34 @@ static void image_defaults(struct img_store *s, const struct img_record *r, stru
 	oci_config_free(c);
 }
 
+/* $PADDOCK_CA_FILE: a PEM bundle the user trusts (a TLS-inspecting corporate proxy's CA with
+ * the public roots, typically the host's /etc/ssl/certs/ca-certificates.crt). An image's own
+ * trust store does not know such a CA, so the bundle is bound read-only into image boxes and
+ * the usual variables point the TLS stacks at it. Opt-in: nothing is trusted by default that
+ * the image does not trust itself. */
+#define BOX_CA_PATH "/run/paddock/ca.pem"
+static int ca_bundle(struct box_spec *spec, pd_err *err)
+{
+	static const char *const vars[] = {"SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+					   "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE", "NPM_CONFIG_CAFILE"};
+	const char *ca = getenv("PADDOCK_CA_FILE");
+	if (!ca || !*ca)
+		return 0;
+	char real[PATH_MAX];
+	struct stat st;
+	if (!realpath(ca, real) || stat(real, &st) < 0)
+		return pd_error(err, errno, "PADDOCK_CA_FILE=%s", ca);
+	if (!S_ISREG(st.st_mode))
+		return pd_error_msg(err, EINVAL, "PADDOCK_CA_FILE=%s is not a file", ca);
+	spec->binds = xrealloc(spec->binds, (spec->n_binds + 1) * sizeof(*spec->binds));
+	spec->binds[spec->n_binds++] = (struct box_bind){xstrdup(real), xstrdup(BOX_CA_PATH), true};
+	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+		_cleanup_free_ char *kv = xasprintf("%s=%s", vars[i], BOX_CA_PATH);
+		spec->env = strv_append(spec->env, kv);
+	}
+	return 0;
+}
+
 int cli_image_for_box(const char *image, struct box_spec *spec, char ***ret_cmd, pd_err *err)
 {
 	_cleanup_img_store_ struct img_store *s = NULL;
@@ -165,7 +197,7 @@ int cli_image_for_box(const char *image, struct box_spec *spec, char ***ret_cmd,
 		return q;
 	spec->image = xstrdup(r->name);
 	image_defaults(s, r, spec, ret_cmd);
-	return 0;
+	return ca_bundle(spec, err);
 }
 
 static int image_ls(bool json)
@@ -296,6 +328,20 @@ static int config_mirror(char **ret, pd_err *err)
 	return r == -ENOENT ? 0 : r;
 }
 
+int cli_image_pull(struct img_store *s, const char *ref, struct img_record **ret, pd_err *err)
+{
+	_cleanup_free_ char *mirror = NULL;
+	struct img_pull_opts po = {.progress = stderr};
+	const char *env_mirror = getenv("PADDOCK_REGISTRY_MIRROR");
+	if (!(env_mirror && *env_mirror)) {
+		int r = config_mirror(&mirror, err);
+		if (r < 0)
+			return r;
+		po.mirror = mirror;
+	}
+	return img_pull(s, ref, &po, ret, err);
+}
+
 static int image_add(const char *verb, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -357,6 +403,69 @@ static int image_build(const char *name)
 	return 0;
 }
 
+/* The profiles that have an image: records named localhost/paddock/NAME:KEY. */
+static char **profiles_with_images(struct img_store *s)
+{
+	struct img_record **v;
+	size_t n;
+	char **names = NULL;
+	if (img_record_list(s, &v, &n, NULL) < 0)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *rest = startswith(v[i]->name, PROFILE_IMAGE_PREFIX) ? v[i]->name + strlen(PROFILE_IMAGE_PREFIX) : NULL;
+		const char *colon = rest ? strchr(rest, ':') : NULL;
+		_cleanup_free_ char *name = colon ? xstrndup(rest, (size_t)(colon - rest)) : NULL;
+		if (name && !strv_contains(names, name))
+			names = strv_append(names, name);
+	}
+	img_record_list_free(v, n);
+	return names;
+}
+
+static int image_update(int argc, char **argv)
+{
+	pd_err err = {0};
+	_cleanup_strv_ char **names = NULL;
+	_cleanup_strv_ char **resolve = NULL;
+	/* --resolve NAME=ADDR (as for run): where the build may dial a name */
+	while (argc >= 2 && streq(argv[0], "--resolve")) {
+		if (!strchr(argv[1], '=') || argv[1][0] == '=')
+			return cli_usage("image", "--resolve wants NAME=ADDR, got '%s'", argv[1]);
+		resolve = strv_append(resolve, argv[1]);
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc == 0) {
+		_cleanup_img_store_ struct img_store *s = NULL;
+		if (cli_image_store(IMG_LOCK_NONE, &s, &err) < 0)
+			return cli_fail(&err);
+		names = profiles_with_images(s);
+		if (!names) {
+			fprintf(stderr, "paddock: no profile images yet (paddock run PROFILE builds one)\n");
+			return 0;
+		}
+	} else
+		names = strv_copy(argv);
+	int rc = 0;
+	for (char **n = names; *n; n++) {
+		_cleanup_profile_ struct profile *p = NULL;
+		_cleanup_strv_ char **warn = NULL;
+		_cleanup_img_record_ struct img_record *r = NULL;
+		int q = profile_load(*n, &p, &warn, &err);
+		for (char **w = warn; w && *w; w++)
+			fprintf(stderr, "paddock: warning: %s\n", *w);
+		if (q == 0)
+			q = cli_profile_image(p, true, resolve, &r, &err);
+		if (q < 0) {
+			rc = cli_fail(&err);
+			err = (pd_err){0};
+			continue;
+		}
+		print_added(r);
+	}
+	return rc;
+}
+
 int cmd_image(int argc, char **argv)
 {
 	if (argc < 2 || streq(argv[1], "--help") || streq(argv[1], "-h")) {
@@ -374,6 +483,8 @@ int cmd_image(int argc, char **argv)
 		return image_gc();
 	if (streq(sub, "build") && argc == 3)
 		return image_build(argv[2]);
+	if (streq(sub, "update"))
+		return image_update(argc - 2, argv + 2);
 	if (streq(sub, "import") || streq(sub, "pull"))
 		return image_add(sub, argc - 1, argv + 1);
 	return cli_usage("image", "usage: paddock image ls|inspect|rm|gc|import|pull|build (see --help)");

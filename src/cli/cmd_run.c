@@ -1,12 +1,17 @@
 /* cmd_run.c — `paddock run` and `paddock create`. */
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "image/store.h"
+#include "profile/profile.h"
 #include "supervisor/net.h"
 #include "supervisor/supervisor.h"
 #include "util/log.h"
+
+extern char **environ;
 
 static const char box_options_help[] =
 	"  -n, --name NAME        name the sandbox (default: a generated name)\n"
@@ -33,9 +38,14 @@ static const char box_options_help[] =
 
 static void run_help(void)
 {
-	printf("Usage: paddock run [OPTIONS] [--] [COMMAND [ARG...]]\n\n"
+	printf("Usage: paddock run [OPTIONS] [--] [COMMAND [ARG...]]\n"
+	       "       paddock run [OPTIONS] PROFILE [-- ARG...]\n\n"
 	       "Run COMMAND (default: a shell) in a new sandbox and exit with its status.\n"
 	       "Without --rm the sandbox stays running for exec/shell/stop/rm.\n\n"
+	       "With a PROFILE (paddock profile ls), run the agent: its image is built once (and\n"
+	       "reused; paddock image update PROFILE rebuilds it), the project is copied in, the\n"
+	       "network reaches only the profile's allowedHosts, and the box PROFILE-DIRNAME stays for\n"
+	       "diff/apply; running it again in the same directory reconnects to that box.\n\n"
 	       "Options:\n"
 	       "      --rm               remove the sandbox when the command exits\n%s"
 	       "\nExit status: the command's own (128+N if killed by signal N); 125 if paddock\n"
@@ -115,6 +125,25 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 	return r < 0 ? r : status;
 }
 
+/* Runs cmd in the running box at dir through its supervisor; the supervisor adds the box's
+ * -e, user and workdir itself, only TERM comes from here. */
+static int attach(const char *dir, const struct box_opts *o, char **cmd, pd_err *err)
+{
+	_cleanup_close_ int fd = sup_connect(dir, err);
+	if (fd < 0)
+		return fd;
+	_cleanup_strv_ char **env = NULL;
+	const char *term = getenv("TERM");
+	if (term && *term && o->tty != 0 && isatty(STDIN_FILENO)) {
+		_cleanup_free_ char *kv = xasprintf("TERM=%s", term);
+		env = strv_append(env, kv);
+	}
+	struct session_req req = {.argv = cmd, .env = env, .tty = o->tty};
+	int status;
+	int r = session_run(fd, 1, &req, &status, err);
+	return r < 0 ? r : status;
+}
+
 static int run_persistent(struct box_opts *o, const char *home, char **cmd, pd_err *err)
 {
 	_cleanup_free_ char *dir = store_box_dir(home, o->spec.name);
@@ -126,20 +155,140 @@ static int run_persistent(struct box_opts *o, const char *home, char **cmd, pd_e
 		store_remove(dir, NULL);
 		return r;
 	}
-	_cleanup_close_ int fd = sup_connect(dir, err);
-	if (fd < 0)
-		return fd;
-	/* the supervisor adds the box's -e, user and workdir itself; only TERM comes from here */
-	_cleanup_strv_ char **env = NULL;
-	const char *term = getenv("TERM");
-	if (term && *term && o->tty != 0 && isatty(STDIN_FILENO)) {
-		_cleanup_free_ char *kv = xasprintf("TERM=%s", term);
-		env = strv_append(env, kv);
+	return attach(dir, o, cmd, err);
+}
+
+/* ---- paddock run PROFILE [-- ARGS...] ---- */
+
+#define PROFILE_IMAGE_OLD (7 * 86400)
+
+/* PROFILE-DIRNAME (the project's last component) as a box name: other characters become '-'. */
+static char *profile_box_name(const char *profile, const char *project)
+{
+	const char *base = project ? strrchr(project, '/') : NULL;
+	base = base && base[1] ? base + 1 : "box";
+	char *n = xasprintf("%s-%s", profile, base);
+	for (char *c = n + 1; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+		      *c == '.' || *c == '-'))
+			*c = '-';
+	if (strlen(n) > BOX_NAME_MAX)
+		n[BOX_NAME_MAX] = '\0';
+	return n;
+}
+
+/* The same profile and project: the box is started if it is not running and the agent is
+ * launched in it again (its copy of the project, with what the agent did before). */
+static int profile_reconnect(const char *home, const struct box_opts *o, const struct profile *p, char **cmd,
+			     pd_err *err)
+{
+	_cleanup_free_ char *dir = store_box_dir(home, o->spec.name);
+	struct box_spec spec = {0};
+	int r = store_load_spec(dir, &spec, err);
+	if (r < 0)
+		return r;
+	bool same = spec.profile && streq(spec.profile, p->name) &&
+		    ((!spec.project && !o->spec.project) ||
+		     (spec.project && o->spec.project && streq(spec.project, o->spec.project)));
+	if (!same)
+		r = pd_error_msg(err, EEXIST, "a sandbox named '%s' exists for %s %s; name another with --name",
+				 o->spec.name, spec.profile ? "profile" : "a plain run in", spec.profile ? spec.profile : spec.project ? spec.project : "/");
+	box_spec_free(&spec);
+	if (r < 0)
+		return r;
+	{
+		_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
+		if (store_status(dir, NULL) != BOX_STATUS_RUNNING) {
+			fprintf(stderr, "paddock: starting %s again\n", o->spec.name);
+			if ((r = supervisor_spawn(dir, err)) < 0)
+				return r;
+		} else
+			fprintf(stderr, "paddock: reconnecting to %s\n", o->spec.name);
 	}
-	struct session_req req = {.argv = cmd, .env = env, .tty = o->tty};
-	int status;
-	r = session_run(fd, 1, &req, &status, err);
-	return r < 0 ? r : status;
+	return attach(dir, o, cmd, err);
+}
+
+/* mounts: bound on ns (read-only unless readOnly is false); a missing host path is skipped
+ * with a note. */
+static void profile_binds(const struct profile *p, struct box_spec *spec)
+{
+	const char *home = getenv("HOME");
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		_cleanup_free_ char *host = profile_expand_home(p->mounts[i].host_path, home ? home : "/nonexistent");
+		if (access(host, F_OK) < 0) {
+			fprintf(stderr, "paddock: note: %s does not exist; not mounted at %s\n", host, p->mounts[i].container_path);
+			continue;
+		}
+		spec->binds = xrealloc(spec->binds, (spec->n_binds + 1) * sizeof(*spec->binds));
+		spec->binds[spec->n_binds++] = (struct box_bind){xstrdup(host), xstrdup(p->mounts[i].container_path),
+								 p->mounts[i].read_only};
+	}
+}
+
+static void note_age(const struct img_record *img, const char *profile)
+{
+	int64_t age = (int64_t)time(NULL) - img->created;
+	if (age > PROFILE_IMAGE_OLD)
+		fprintf(stderr, "paddock: the %s image was built %lld days ago; 'paddock image update %s' picks up new releases\n",
+			profile, (long long)(age / 86400), profile);
+}
+
+static int run_profile(struct box_opts *o, const struct profile *p, char **args, pd_err *err)
+{
+	_cleanup_free_ char *home = NULL;
+	int r = store_home(&home, err);
+	if (r < 0)
+		return r;
+	if (!o->spec.name)
+		o->spec.name = profile_box_name(p->name, o->spec.project);
+	char **cmd = strv_copy(p->launch_command);
+	for (char **a = args; a && *a; a++)
+		cmd = strv_append(cmd, *a);
+	_cleanup_strv_ char **cmdv = cmd;
+	_cleanup_free_ char *dir = store_box_dir(home, o->spec.name);
+	if (!o->rm && access(dir, F_OK) == 0)
+		return profile_reconnect(home, o, p, cmdv, err);
+	_cleanup_img_record_ struct img_record *img = NULL;
+	if ((r = cli_profile_image(p, false, o->spec.net.resolve, &img, err)) < 0)
+		return r;
+	note_age(img, p->name);
+	/* the profile's environment first, so -e given here wins */
+	_cleanup_strv_ char **penv = profile_env_resolve(p, environ);
+	for (char **e = o->spec.env; e && *e; e++)
+		penv = strv_append(penv, *e);
+	strv_free(o->spec.env);
+	o->spec.env = TAKE_PTR(penv);
+	/* the profile's allowedHosts (empty = nothing) plus any --allow given here */
+	_cleanup_strv_ char **rules = profile_egress_rules(p);
+	for (char **a = o->spec.net.allow; a && *a; a++)
+		rules = strv_append(rules, *a);
+	strv_free(o->spec.net.allow);
+	o->spec.net.allow = TAKE_PTR(rules);
+	profile_binds(p, &o->spec);
+	o->spec.profile = xstrdup(p->name);
+	if ((r = cli_image_for_box(img->name, &o->spec, NULL, err)) < 0)
+		return r;
+	r = o->rm ? run_in_process(o, home, cmdv, err) : run_persistent(o, home, cmdv, err);
+	if (r >= 0 && !o->rm)
+		fprintf(stderr, "paddock: %s keeps the agent's work: paddock diff %s, paddock apply %s, paddock rm %s\n",
+			o->spec.name, o->spec.name, o->spec.name, o->spec.name);
+	return r;
+}
+
+/* `run NAME`: NAME is a profile when it comes before any "--" and a profile of that name
+ * exists (`run -- NAME` always runs the command). -ENOENT when it is not one. */
+static int find_profile(int argc, char **argv, struct profile **ret, pd_err *err)
+{
+	if (optind >= argc || (optind > 1 && streq(argv[optind - 1], "--")))
+		return -ENOENT;
+	_cleanup_strv_ char **warn = NULL;
+	_cleanup_strv_ char **names = NULL;
+	if (!profile_name_valid(argv[optind]) || profile_list(&names, NULL) < 0 || !strv_contains(names, argv[optind]))
+		return -ENOENT;
+	int r = profile_load(argv[optind], ret, &warn, err);
+	for (char **w = warn; w && *w; w++)
+		fprintf(stderr, "paddock: warning: %s\n", *w);
+	return r;
 }
 
 int cmd_run(int argc, char **argv)
@@ -155,13 +304,27 @@ int cmd_run(int argc, char **argv)
 	pd_err err = {0};
 	_cleanup_free_ char *home = NULL;
 	_cleanup_strv_ char **cmd = optind < argc ? strv_copy(argv + optind) : NULL;
-	if (!o.spec.name)
-		o.spec.name = cli_random_name(o.rm ? "run" : "box");
 	o.spec.rm = o.rm;
 	if (cli_apply_workspace(&o, &err) < 0) {
 		box_spec_free(&o.spec);
 		return cli_usage("run", "%s", err.msg);
 	}
+	_cleanup_profile_ struct profile *prof = NULL;
+	r = o.image ? -ENOENT : find_profile(argc, argv, &prof, &err);
+	if (r == 0) {
+		char **args = argv + optind + 1;
+		if (*args && streq(*args, "--"))
+			args++;
+		r = run_profile(&o, prof, args, &err);
+		box_spec_free(&o.spec);
+		return r < 0 ? cli_fail(&err) : r;
+	}
+	if (r != -ENOENT) {
+		box_spec_free(&o.spec);
+		return cli_fail(&err);
+	}
+	if (!o.spec.name)
+		o.spec.name = cli_random_name(o.rm ? "run" : "box");
 	r = store_home(&home, &err);
 	if (r == 0 && o.image)
 		r = cli_image_for_box(o.image, &o.spec, cmd ? NULL : &cmd, &err);

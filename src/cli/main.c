@@ -43,6 +43,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* internal: the profile builder's layer helper (not a verb) */
+	if (streq(argv[1], "__build-layer"))
+		return cli_build_layer_helper(argc - 1, argv + 1);
 	if (streq(argv[1], "--version"))
 		return cmd_version(1, argv);
 	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)

@@ -125,10 +125,15 @@ static int child_privileges(const struct child_spec *s)
 		return -errno;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
 		return -errno;
-	int r = caps_drop_bounding();
+	/* A build box's root keeps what the runtime left in the bounding set (ns: Docker's
+	 * default set minus NET_RAW and MKNOD, all of it confined to the box's user namespace):
+	 * package managers chown, chmod and drop to their own users. Only the runtime sets
+	 * root_caps, and only for a box that runs a profile's install commands with no
+	 * workspace; every other session is uid 0 without a single capability. */
+	int r = s->keep_caps ? 0 : caps_drop_bounding();
 	if (r == 0)
 		r = child_ids(s);
-	if (r == 0)
+	if (r == 0 && !s->keep_caps)
 		r = caps_clear();
 	return r;
 }

@@ -12,6 +12,7 @@ struct child_spec {
 	bool root;            /* root session: no supplementary groups at all */
 	bool tty;             /* stdio[0] is a pty slave that becomes the controlling terminal */
 	bool setgroups_deny;  /* /proc/self/setgroups is "deny": setgroups() cannot work here */
+	bool keep_caps;       /* root of a build box: keep the capabilities the runtime left */
 	int stdio[3];         /* become fds 0, 1, 2; all >= 3 (PID 1 keeps 0-2 occupied) */
 };
 

@@ -48,7 +48,7 @@ static void exec_start(struct init *in, uint32_t id, const struct proto_exec *re
 	struct session_req sr = {
 		.argv = (char *const *)req->argv, .envp = envp, .cwd = req->cwd, .user = *u,
 		.tty = req->tty, .rows = req->rows, .cols = req->cols,
-		.setgroups_deny = in->setgroups_deny,
+		.setgroups_deny = in->setgroups_deny, .keep_caps = u->root && in->env.root_caps,
 	};
 	struct session *s;
 	int r = session_spawn(&sr, id, &s);

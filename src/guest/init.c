@@ -102,8 +102,9 @@ static int contract_parse(struct init_contract *c)
 		return -EBADF;
 	}
 	const char *host = getenv("PADDOCK_HOSTNAME");
+	const char *caps = getenv("PADDOCK_ROOT_CAPS");
 	*c = (struct init_contract){.ctl_fd = (int)fd, .agent_uid = (uid_t)uid, .agent_gid = (gid_t)gid,
-				    .root_ok = root_ok == 1};
+				    .root_ok = root_ok == 1, .root_caps = caps && streq(caps, "1")};
 	snprintf(c->hostname, sizeof(c->hostname), "%s", host ? host : "");
 	return 0;
 }

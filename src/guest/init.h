@@ -17,6 +17,9 @@ struct init_contract {
 	uid_t agent_uid;
 	gid_t agent_gid;
 	bool root_ok;
+	/* image builds (PADDOCK_ROOT_CAPS=1, set only by the runtime for a build box): root
+	 * sessions keep the box's bounding set instead of losing every capability */
+	bool root_caps;
 	char hostname[65];
 };
 

@@ -94,7 +94,7 @@ int session_spawn(const struct session_req *req, uint32_t id, struct session **r
 	struct child_spec spec = {
 		.argv = req->argv, .envp = req->envp, .cwd = req->cwd,
 		.uid = req->user.uid, .gid = req->user.gid, .root = req->user.root,
-		.tty = req->tty, .setgroups_deny = req->setgroups_deny,
+		.tty = req->tty, .setgroups_deny = req->setgroups_deny, .keep_caps = req->keep_caps,
 		.stdio = {child[0], child[1], child[2]},
 	};
 	pid_t pid = fork();

@@ -20,6 +20,7 @@ struct session_req {
 	bool tty;
 	uint16_t rows, cols;
 	bool setgroups_deny;
+	bool keep_caps;     /* a root session of a build box (init.h, root_caps) */
 };
 
 struct session {

@@ -1,5 +1,7 @@
 /* base.c — Debian base images from mmdebstrap (base.h). */
 #include <cjson/cJSON.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -7,6 +9,8 @@
 #include <time.h>
 
 #include "image/base.h"
+#include "util/fdio.h"
+#include "image/derive.h"
 
 extern char **environ;
 
@@ -92,29 +96,6 @@ static char *base_config(const char *layer)
 	return json_string(o);
 }
 
-static char *base_manifest(const char *config, size_t config_len, const char *layer, uint64_t size)
-{
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddNumberToObject(m, "schemaVersion", 2);
-	cJSON_AddStringToObject(m, "mediaType", oci_media_type_name(OCI_MT_MANIFEST));
-	cJSON *c = cJSON_AddObjectToObject(m, "config");
-	cJSON_AddStringToObject(c, "mediaType", oci_media_type_name(OCI_MT_CONFIG));
-	cJSON_AddStringToObject(c, "digest", config);
-	cJSON_AddNumberToObject(c, "size", (double)config_len);
-	cJSON *l = cJSON_CreateObject();
-	cJSON_AddStringToObject(l, "mediaType", oci_media_type_name(OCI_MT_LAYER_TAR));
-	cJSON_AddStringToObject(l, "digest", layer);
-	cJSON_AddNumberToObject(l, "size", (double)size);
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(m, "layers"), l);
-	return json_string(m);
-}
-
-static int no_fetch(struct img_fetcher *f, struct img_store *s, const struct oci_descriptor *d, bool manifest,
-		    pd_err *err)
-{
-	return pd_error_msg(err, ENOENT, "blob %s is missing", d->digest);
-}
-
 int img_base_build(struct img_store *s, const char *name, FILE *progress, struct img_record **ret,
 		   pd_err *err)
 {
@@ -132,10 +113,113 @@ int img_base_build(struct img_store *s, const char *name, FILE *progress, struct
 	_cleanup_free_ char *cfg = base_config(layer);
 	if ((r = img_blob_put_buf(s, cfg, strlen(cfg), NULL, config, err)) < 0)
 		return r;
-	_cleanup_free_ char *man = base_manifest(config, strlen(cfg), layer, size);
+	_cleanup_free_ char *man = img_manifest_json(NULL, config, strlen(cfg), layer, size);
 	if ((r = img_blob_put_buf(s, man, strlen(man), NULL, manifest, err)) < 0)
 		return r;
-	struct img_fetcher f = {.fetch = no_fetch, .progress = progress};
+	struct img_fetcher f = {.fetch = img_fetch_stored_only, .progress = progress};
 	_cleanup_free_ char *source = xasprintf("mmdebstrap --variant=%s %s", variant, suite);
 	return img_ingest(s, &f, manifest, canon, source, ret, err);
+}
+
+/* "http://[user@]host[:port]/..." -> host (lower-cased), or NULL. */
+static char *url_host(const char *w, size_t n)
+{
+	size_t skip = n > 7 && strncasecmp(w, "http://", 7) == 0 ? 7 : n > 8 && strncasecmp(w, "https://", 8) == 0 ? 8 : 0;
+	if (!skip)
+		return NULL;
+	const char *h = w + skip, *end = w + n;
+	const char *slash = memchr(h, '/', (size_t)(end - h));
+	if (slash)
+		end = slash;
+	const char *at = memchr(h, '@', (size_t)(end - h));
+	if (at)
+		h = at + 1;
+	if (h >= end || *h == '[')
+		return NULL; /* an address literal is not a host name a rule can allow */
+	const char *colon = memchr(h, ':', (size_t)(end - h));
+	if (colon)
+		end = colon;
+	if (end == h || end - h > 253)
+		return NULL;
+	char *out = xstrndup(h, (size_t)(end - h));
+	for (char *c = out; *c; c++) {
+		if (!isalnum((unsigned char)*c) && *c != '-' && *c != '.') {
+			free(out);
+			return NULL;
+		}
+		*c = (char)tolower((unsigned char)*c);
+	}
+	return out;
+}
+
+char **img_apt_hosts_parse(const char *text, size_t len, char **hosts)
+{
+	const char *p = text, *end = text + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		const char *hash = memchr(p, '#', (size_t)(le - p));
+		const char *stop = hash ? hash : le;
+		/* every whitespace-separated word of a line that starts "deb", "deb-src" or "URIs:" */
+		const char *w = p;
+		bool first = true, source = false;
+		while (w < stop) {
+			while (w < stop && isspace((unsigned char)*w))
+				w++;
+			const char *we = w;
+			while (we < stop && !isspace((unsigned char)*we))
+				we++;
+			if (we == w)
+				break;
+			size_t n = (size_t)(we - w);
+			if (first)
+				source = (n == 3 && !strncmp(w, "deb", 3)) || (n == 7 && !strncmp(w, "deb-src", 7)) ||
+					 (n == 5 && !strncasecmp(w, "URIs:", 5));
+			else if (source) {
+				char *h = url_host(w, n);
+				if (h && !strv_contains(hosts, h))
+					hosts = strv_append(hosts, h);
+				free(h);
+			}
+			first = false;
+			w = we;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return hosts;
+}
+
+static char **hosts_of_file(int dirfd, const char *name, char **hosts)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	if (read_file_at(dirfd, name, 1 << 20, &buf, &len) == 0)
+		hosts = img_apt_hosts_parse(buf, len, hosts);
+	return hosts;
+}
+
+char **img_apt_source_hosts(const char *etc_apt)
+{
+	char **hosts = NULL;
+	_cleanup_close_ int d = open(etc_apt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return hosts;
+	hosts = hosts_of_file(d, "sources.list", hosts);
+	int sd = openat(d, "sources.list.d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = sd >= 0 ? fdopendir(sd) : NULL;
+	if (!dir) {
+		if (sd >= 0)
+			close(sd);
+		return hosts;
+	}
+	_cleanup_strv_ char **names = NULL;
+	for (struct dirent *de; (de = readdir(dir));) {
+		size_t n = strlen(de->d_name);
+		if ((n > 5 && streq(de->d_name + n - 5, ".list")) || (n > 8 && streq(de->d_name + n - 8, ".sources")))
+			names = strv_append(names, de->d_name);
+	}
+	for (char **n = names; n && *n; n++)
+		hosts = hosts_of_file(dirfd(dir), *n, hosts);
+	closedir(dir);
+	return hosts;
 }

@@ -16,3 +16,11 @@
 bool img_base_lookup(const char *name, const char **ret_suite, const char **ret_variant);
 int img_base_build(struct img_store *s, const char *name, FILE *progress, struct img_record **ret,
 		   pd_err *err);
+
+/* The host names of the http(s) URLs in apt source text: one-line ("deb [opts] URL suite ...")
+ * and deb822 ("URIs: URL ...") forms, comments skipped, each name once, appended to hosts
+ * (pure; tested). */
+char **img_apt_hosts_parse(const char *text, size_t len, char **hosts);
+/* The same over etc_apt/sources.list and etc_apt/sources.list.d/ *.list, *.sources (the
+ * host's: what its mmdebstrap builds fetch from). */
+char **img_apt_source_hosts(const char *etc_apt);

@@ -31,6 +31,10 @@ struct box_config {
 	/* Images (issue 6): an image's unpacked tree (image/store.h) used read-only as the root's
 	 * lower layer, or NULL for the backend's default (ns: the host view). */
 	char *rootfs;
+	/* Image builds: a host directory holding `upper/` and `work/`, used as the overlay's
+	 * writable layer instead of the box's tmpfs so what the box changed outlives it (the
+	 * profile builder turns upper/ into a layer). NULL for every ordinary box. */
+	char *rootfs_upper;
 	/* Tests force a layer to fail (fail-closed checks): a comma-separated list of layer
 	 * names taken from $PADDOCK_TEST_FAIL_LAYER only when PADDOCK_TESTING=1 is set. */
 	const char *test_fail_layer;

@@ -37,6 +37,8 @@ void box_spec_free(struct box_spec *s)
 	free(s->project);
 	free(s->image);
 	free(s->rootfs);
+	free(s->rootfs_upper);
+	free(s->profile);
 	free(s->net.preset);
 	strv_free(s->net.allow);
 	strv_free(s->net.deny);
@@ -129,6 +131,8 @@ char *box_spec_to_json(const struct box_spec *s)
 		cJSON_AddStringToObject(o, "image", s->image);
 		cJSON_AddStringToObject(o, "rootfs", s->rootfs);
 	}
+	if (s->profile)
+		cJSON_AddStringToObject(o, "profile", s->profile);
 	cJSON *net = cJSON_AddObjectToObject(o, "net");
 	cJSON_AddStringToObject(net, "preset", s->net.preset ? s->net.preset : "none");
 	json_add_strv(net, "allow", s->net.allow);
@@ -220,6 +224,8 @@ int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 			s.image = xstrdup(jstr(o, "image"));
 			s.rootfs = xstrdup(jstr(o, "rootfs"));
 		}
+		if (jstr(o, "profile"))
+			s.profile = xstrdup(jstr(o, "profile"));
 		r = spec_net_from_json(cJSON_GetObjectItemCaseSensitive(o, "net"), &s.net);
 		const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env"), *e;
 		cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) s.env = strv_append(s.env, e->valuestring);
@@ -378,6 +384,7 @@ void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct 
 		.binds = s->binds,
 		.n_binds = s->n_binds,
 		.rootfs = s->rootfs,
+		.rootfs_upper = s->rootfs_upper,
 		/* every box built from a stored spec gets the fail-closed network (preset "none"
 		 * by default); only hand-built specs without a preset (unit tests) go without */
 		.network = s->net.preset != NULL,

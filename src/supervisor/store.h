@@ -39,6 +39,8 @@ struct box_spec {
 	/* image (issue 6): the box's root is this image's tree instead of the host view */
 	char *image;          /* the image's name, or NULL */
 	char *rootfs;         /* its unpacked tree (image/store.h), or NULL */
+	char *profile;        /* `paddock run PROFILE`: the profile's name, or NULL */
+	char *rootfs_upper;   /* image builds only (in-process, never persisted): runtime.h */
 	/* network (issue 4): the egress policy of this box */
 	struct box_net {
 		char *preset;     /* "none" | "balanced" | "open" */

@@ -92,6 +92,7 @@ struct ns_plan {
 	const struct box_bind *binds;
 	size_t n_binds;
 	const char *rootfs;       /* an image's tree as the root's lower layer, or NULL: host view */
+	const char *rootfs_upper; /* with rootfs: a host dir with upper/ and work/ for the overlay */
 	const struct ns_file *etc_files;
 	size_t n_etc_files;
 	/* confinement */
@@ -103,8 +104,8 @@ struct ns_plan {
 	uint64_t ll_scoped;
 	struct sock_fprog seccomp;
 	char *argv[2];
-	char *envp[6];
-	char env_store[5][96];
+	char *envp[7];
+	char env_store[6][96];
 	unsigned fail_mask;
 	/* network (issue 4): a TAP "eth0" in the box's netns, its fd sent back on sync_fd */
 	bool network;

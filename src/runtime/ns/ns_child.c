@@ -137,7 +137,7 @@ static int setup(const struct ns_plan *p, int bind_fds[], int *report_fd, struct
 _noreturn_ void ns_child_main(const struct ns_plan *p)
 {
 	struct ns_report rep = {0};
-	int bind_fds[NS_MAX_BINDS + 1];  /* + the image tree */
+	int bind_fds[NS_MAX_BINDS + 2];  /* + the image tree and its build upper */
 	int report_fd = p->report_fd;
 	setup(p, bind_fds, &report_fd, &rep);
 	/* one write of less than PIPE_BUF bytes: the parent reads all of it or nothing */

@@ -15,6 +15,13 @@ uint64_t ns_caps_keep(void)
 	       (UINT64_C(1) << CAP_SETUID) | (UINT64_C(1) << CAP_SETPCAP);
 }
 
+uint64_t ns_caps_keep_build(void)
+{
+	return ns_caps_keep() | (UINT64_C(1) << CAP_DAC_OVERRIDE) | (UINT64_C(1) << CAP_FOWNER) |
+	       (UINT64_C(1) << CAP_FSETID) | (UINT64_C(1) << CAP_SYS_CHROOT) | (UINT64_C(1) << CAP_NET_BIND_SERVICE) |
+	       (UINT64_C(1) << CAP_AUDIT_WRITE) | (UINT64_C(1) << CAP_SETFCAP);
+}
+
 static struct rlimit capped(rlim_t want, const struct rlimit *now)
 {
 	rlim_t v = now && now->rlim_max != RLIM_INFINITY && now->rlim_max < want ? now->rlim_max : want;

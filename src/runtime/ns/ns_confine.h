@@ -12,6 +12,8 @@
  * agent or root user for each session, signal its sessions, and drop capabilities per
  * session; CAP_CHOWN for files it copies in). Everything else is gone for good. */
 uint64_t ns_caps_keep(void);
+/* A build box (runtime.h rootfs_upper): Docker's default set minus NET_RAW and MKNOD. */
+uint64_t ns_caps_keep_build(void);
 /* Pure: the rlimits of a box (core 0, nofile 65536, nproc = pids, fsize = disk), each capped
  * at the hard limit the caller has (a limit can only be lowered). */
 void ns_rlimits(const struct ns_limits *lim, const struct rlimit *nofile_now, const struct rlimit *nproc_now,

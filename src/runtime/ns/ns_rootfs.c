@@ -227,25 +227,41 @@ static int host_view(struct ns_report *rep)
 
 /* child: opens the image's tree (cfg->rootfs) like a bind source, with the caller's
  * credentials (the store is the caller's, mode 0700). */
-static int open_rootfs(const struct ns_plan *p, int *ret_fd, struct ns_report *rep)
+static int open_rootfs(const struct ns_plan *p, int ret_fd[2], struct ns_report *rep)
 {
-	*ret_fd = open(p->rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return *ret_fd < 0 ? MFAIL(rep, "cannot open the image tree %s", p->rootfs) : 0;
+	ret_fd[0] = open(p->rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ret_fd[0] < 0)
+		return MFAIL(rep, "cannot open the image tree %s", p->rootfs);
+	ret_fd[1] = -1;
+	if (!p->rootfs_upper)
+		return 0;
+	/* the build directory is the caller's (made by the profile builder under the image
+	 * store's tmp/, mode 0700); opened like the tree, before the ids change */
+	ret_fd[1] = open(p->rootfs_upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return ret_fd[1] < 0 ? MFAIL(rep, "cannot open the build layer %s", p->rootfs_upper) : 0;
 }
 
 /* The tree read-only (nosuid, nodev: no setuid program or device node of an image works) as
  * the lower layer of an overlay that becomes the box's root; writes go to the tmpfs, the
  * stored tree never changes and is shared by every box of the image (O(1) per box). */
-static int image_root(int fd, struct ns_report *rep)
+static int image_root(int fd, int upper_fd, struct ns_report *rep)
 {
 	static const char opts[] = "lowerdir=/lower/root,upperdir=/upper/root,workdir=/work/root,userxattr";
+	static const char build_opts[] = "lowerdir=/lower/root,upperdir=/build/upper,workdir=/build/work,userxattr";
 	if (make_dir("/lower/root", 0755, rep) < 0 || make_dir("/upper/root", 0755, rep) < 0 ||
 	    make_dir("/work/root", 0700, rep) < 0)
 		return -1;
 	if (bind_at(fd, "", AT_FDCWD, "/lower/root", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false, rep,
 		    "the image tree") < 0)
 		return -1;
-	if (mount("overlay", BOX, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+	/* a build box writes into the caller's build directory instead of the tmpfs: bound
+	 * nosuid, nodev like the tree, and reachable only through this mount namespace's staging
+	 * root, which the final pivot_root detaches (the box sees only the merged overlay) */
+	if (upper_fd >= 0 && (make_dir("/build", 0755, rep) < 0 ||
+			      bind_at(upper_fd, "", AT_FDCWD, "/build", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false, rep,
+				      "the build layer") < 0))
+		return -1;
+	if (mount("overlay", BOX, "overlay", MS_NOSUID | MS_NODEV, upper_fd >= 0 ? build_opts : opts) < 0)
 		return MFAIL(rep, "cannot mount overlayfs over the image tree");
 	return 0;
 }
@@ -660,7 +676,7 @@ int ns_rootfs_build(const struct ns_plan *p, const int bind_fds[], struct ns_rep
 		return ns_fail(rep, NS_LAYER_MOUNT, EPERM, "cannot make the mount tree private (injected failure)");
 	if (make_private(rep) < 0 || stage(p, rep) < 0)
 		return -1;
-	if (p->rootfs ? image_root(bind_fds[p->n_binds], rep) < 0 : 0)
+	if (p->rootfs ? image_root(bind_fds[p->n_binds], bind_fds[p->n_binds + 1], rep) < 0 : 0)
 		return -1;
 	if (make_skeleton(p, rep) < 0 || (!p->rootfs && host_view(rep) < 0))
 		return -1;

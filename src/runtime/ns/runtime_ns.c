@@ -98,9 +98,10 @@ static void plan_env(struct ns_plan *p, const char *name)
 	snprintf(p->env_store[2], sizeof(p->env_store[2]), "PADDOCK_AGENT_GID=%u", NS_AGENT_ID);
 	snprintf(p->env_store[3], sizeof(p->env_store[3]), "PADDOCK_ROOT_OK=%d", p->root_ok ? 1 : 0);
 	snprintf(p->env_store[4], sizeof(p->env_store[4]), "PADDOCK_HOSTNAME=%s", name);
-	for (int i = 0; i < 5; i++)
+	snprintf(p->env_store[5], sizeof(p->env_store[5]), "PADDOCK_ROOT_CAPS=%d", p->rootfs_upper ? 1 : 0);
+	for (int i = 0; i < 6; i++)
 		p->envp[i] = p->env_store[i];
-	p->envp[5] = NULL;
+	p->envp[6] = NULL;
 	p->argv[0] = (char *)"paddock-init";
 	p->argv[1] = NULL;
 }
@@ -114,7 +115,7 @@ static void plan_limits(struct ns_plan *p, const struct ns_limits *lim)
 	ns_rlimits(lim, &nofile, &nproc, &fsize, p);
 	snprintf(p->root_opts, sizeof(p->root_opts), "mode=0755,size=%llu", (unsigned long long)lim->disk);
 	snprintf(p->shm_opts, sizeof(p->shm_opts), "mode=1777,size=%llu", (unsigned long long)(lim->memory / 4));
-	p->caps_keep = ns_caps_keep();
+	p->caps_keep = p->rootfs_upper ? ns_caps_keep_build() : ns_caps_keep();
 	p->cap_last = read_cap_last();
 }
 
@@ -159,6 +160,7 @@ static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_f
 	p->binds = cfg->binds;
 	p->n_binds = cfg->n_binds;
 	p->rootfs = cfg->rootfs;
+	p->rootfs_upper = cfg->rootfs ? cfg->rootfs_upper : NULL;
 	ns_etc_generate(cfg->name, access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh", c->etc);
 	if (cfg->network)
 		use_box_resolver(c->etc);
