@@ -1,4 +1,5 @@
 /* cmd_run.c — `paddock run` and `paddock create`. */
+#include <limits.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,6 +166,9 @@ static int run_persistent(struct box_opts *o, const char *home, char **cmd, pd_e
 /* PROFILE-DIRNAME (the project's last component) as a box name: other characters become '-'. */
 static char *profile_box_name(const char *profile, const char *project)
 {
+	char cwd[PATH_MAX];
+	if (!project)
+		project = getcwd(cwd, sizeof(cwd)); /* --workspace none: the directory it ran in */
 	const char *base = project ? strrchr(project, '/') : NULL;
 	base = base && base[1] ? base + 1 : "box";
 	char *n = xasprintf("%s-%s", profile, base);

@@ -141,14 +141,13 @@ static char *url_host(const char *w, size_t n)
 		end = colon;
 	if (end == h || end - h > 253)
 		return NULL;
-	char *out = xstrndup(h, (size_t)(end - h));
-	for (char *c = out; *c; c++) {
-		if (!isalnum((unsigned char)*c) && *c != '-' && *c != '.') {
-			free(out);
+	/* every byte checked (a NUL inside would otherwise cut the name short) */
+	for (const char *c = h; c < end; c++)
+		if (!isalnum((unsigned char)*c) && *c != '-' && *c != '.')
 			return NULL;
-		}
+	char *out = xstrndup(h, (size_t)(end - h));
+	for (char *c = out; *c; c++)
 		*c = (char)tolower((unsigned char)*c);
-	}
 	return out;
 }
 

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "image/base.h"
 #include "image/import.h"
 #include "image/registry.h"
 #include "util/fdio.h"
@@ -240,6 +241,38 @@ static void test_default_name(void **state)
 	assert_null(img_import_default_name("Bad Name", NULL, "/a/b.tar", NULL));
 }
 
+static void test_apt_hosts(void **state)
+{
+	static const char text[] =
+		"# deb http://commented.example/debian bookworm main\n"
+		"deb [signed-by=/k.gpg] http://deb.debian.org/debian bookworm main\n"
+		"deb-src https://User@Mirror.Example.com:8080/debian bookworm main # trailing\n"
+		"deb http://deb.debian.org/debian bookworm-updates main\n"
+		"deb http://[2001:db8::1]/debian bookworm main\n"
+		"deb file:/srv/local bookworm main\n"
+		"Types: deb\n"
+		"URIs: http://security.debian.org/debian-security https://second.example\n"
+		"Suites: bookworm-security\n"
+		"X-Note: http://not-a-source.example/\n"
+		"deb http://bad_name!.example/ x\n"
+		"URIs:";
+	_cleanup_strv_ char **h = img_apt_hosts_parse(text, strlen(text), NULL);
+	assert_int_equal(strv_len(h), 4);
+	assert_string_equal(h[0], "deb.debian.org");
+	assert_string_equal(h[1], "mirror.example.com");
+	assert_string_equal(h[2], "security.debian.org");
+	assert_string_equal(h[3], "second.example");
+	/* appends to what it is given, each name once */
+	static const char more[] = "deb http://deb.debian.org/x y\ndeb http://new.example/ z";
+	h = img_apt_hosts_parse(more, strlen(more), h);
+	assert_int_equal(strv_len(h), 5);
+	assert_string_equal(h[4], "new.example");
+	/* a NUL inside a name refuses the name (found by fuzz-apt-sources) */
+	static const char nul[] = "deb http://a\0b.example/ x\ndeb http://x@\0y/ z";
+	h = img_apt_hosts_parse(nul, sizeof(nul) - 1, h);
+	assert_int_equal(strv_len(h), 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +282,7 @@ int main(void)
 		cmocka_unit_test(test_gc),
 		cmocka_unit_test(test_base_url),
 		cmocka_unit_test(test_default_name),
+		cmocka_unit_test(test_apt_hosts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
