@@ -218,6 +218,11 @@ static void profile_binds(const struct profile *p, struct box_spec *spec)
 {
 	const char *home = getenv("HOME");
 	for (size_t i = 0; i < p->n_mounts; i++) {
+		if (streq(spec->backend, "vm")) {
+			fprintf(stderr, "paddock: note: %s is not mounted: a vm box shares no host path (copying mounts in is not built yet)\n",
+				p->mounts[i].host_path);
+			continue;
+		}
 		_cleanup_free_ char *host = profile_expand_home(p->mounts[i].host_path, home ? home : "/nonexistent");
 		if (access(host, F_OK) < 0) {
 			fprintf(stderr, "paddock: note: %s does not exist; not mounted at %s\n", host, p->mounts[i].container_path);

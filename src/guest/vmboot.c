@@ -412,11 +412,55 @@ static int write_file(const char *path, const char *text, mode_t mode)
 	return 0;
 }
 
+/* True if the id-file text (passwd, group) has an entry whose third field is id. */
+static bool has_id(const char *text, unsigned id)
+{
+	char want[16];
+	snprintf(want, sizeof(want), "%u", id);
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *f = l;
+		for (int i = 0; i < 2 && f; i++) {
+			f = strchr(f, ':');
+			f = f ? f + 1 : NULL;
+		}
+		size_t n = strlen(want);
+		if (f && strncmp(f, want, n) == 0 && f[n] == ':')
+			return true;
+	}
+	return false;
+}
+
+/* Appends line to path unless it has an entry with that id (an image made for another
+ * system has no "agent"); the guest's own disk, so nothing here reaches the host. */
+static void ensure_entry(const char *path, unsigned id, const char *line)
+{
+	char text[65536];
+	if (read_small(path, text, sizeof(text)) == 0 && has_id(text, id))
+		return;
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 || write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+		vlog("cannot add the agent to %s: %s", path, strerror(errno));
+}
+
+/* Images other than paddock's base know no agent user and have no /home/agent. */
+static void ensure_agent(const struct vmboot_cmdline *c)
+{
+	char line[128];
+	snprintf(line, sizeof(line), "agent:x:%u:%u:agent:/home/agent:/bin/sh\n", c->agent_uid, c->agent_gid);
+	ensure_entry("/etc/passwd", c->agent_uid, line);
+	snprintf(line, sizeof(line), "agent:x:%u:\n", c->agent_gid);
+	ensure_entry("/etc/group", c->agent_gid, line);
+	(void)mkdir("/home", 0755);
+	if (mkdir("/home/agent", 0700) == 0 && chown("/home/agent", c->agent_uid, c->agent_gid) < 0)
+		vlog("cannot give /home/agent to the agent: %s", strerror(errno));
+}
+
 /* What the box's root needs on every boot, whatever the image: the workspace directory
  * (owned by the agent, as in the ns backend) and a resolv.conf naming the supervisor's DNS
  * answerer when there is a network (none otherwise: names do not resolve). */
 static int box_files(const struct vmboot_cmdline *c)
 {
+	ensure_agent(c);
 	if (mkdir(VMBOOT_WORKSPACE, 0755) == 0) {
 		if (chown(VMBOOT_WORKSPACE, c->agent_uid, c->agent_gid) < 0)
 			return -errno;

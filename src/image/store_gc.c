@@ -227,6 +227,9 @@ int img_gc(struct img_store *s, struct img_gc_stats *ret, pd_err *err)
 		r = sweep(s, "blobs/sha256", k.blobs, false, &st, err);
 	if (r == 0)
 		r = sweep(s, "rootfs", k.trees, true, &st, err);
+	/* vm disks are named like trees and kept with them (vmdisk.h) */
+	if (r == 0 && faccessat(s->dirfd, "vmdisk", F_OK, 0) == 0)
+		r = sweep(s, "vmdisk", k.trees, true, &st, err);
 	/* writers hold the shared lock: with the exclusive one, tmp/ is nobody's */
 	if (r == 0)
 		r = sweep(s, "tmp", NULL, false, &st, err);

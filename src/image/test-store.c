@@ -10,6 +10,7 @@
 #include "image/base.h"
 #include "image/import.h"
 #include "image/registry.h"
+#include "image/vmdisk.h"
 #include "util/fdio.h"
 
 static char *tmp_home(void)
@@ -273,6 +274,15 @@ static void test_apt_hosts(void **state)
 	assert_int_equal(strv_len(h), 5);
 }
 
+static void test_vmdisk_size(void **state)
+{
+	assert_int_equal(img_vmdisk_size(0), 2ULL << 30);
+	assert_int_equal(img_vmdisk_size(100ULL << 20), 2ULL << 30);
+	assert_int_equal(img_vmdisk_size(600ULL << 20), 2ULL * (600ULL << 20) + (1ULL << 30) + (0));
+	assert_int_equal(img_vmdisk_size((600ULL << 20) + 1) % (1ULL << 20), 0);
+	assert_int_equal(img_vmdisk_size(1ULL << 40), 129ULL << 30);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +293,7 @@ int main(void)
 		cmocka_unit_test(test_base_url),
 		cmocka_unit_test(test_default_name),
 		cmocka_unit_test(test_apt_hosts),
+		cmocka_unit_test(test_vmdisk_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,8 @@ struct box_config {
 	 * writable layer instead of the box's tmpfs so what the box changed outlives it (the
 	 * profile builder turns upper/ into a layer). NULL for every ordinary box. */
 	char *rootfs_upper;
+	/* vm: the image's base disk (image/vmdisk.h) in place of the default base image, or NULL */
+	char *disk_image;
 	/* Tests force a layer to fail (fail-closed checks): a comma-separated list of layer
 	 * names taken from $PADDOCK_TEST_FAIL_LAYER only when PADDOCK_TESTING=1 is set. */
 	const char *test_fail_layer;

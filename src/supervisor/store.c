@@ -39,6 +39,7 @@ void box_spec_free(struct box_spec *s)
 	free(s->rootfs);
 	free(s->rootfs_upper);
 	free(s->profile);
+	free(s->vm_disk);
 	free(s->net.preset);
 	strv_free(s->net.allow);
 	strv_free(s->net.deny);
@@ -133,6 +134,8 @@ char *box_spec_to_json(const struct box_spec *s)
 	}
 	if (s->profile)
 		cJSON_AddStringToObject(o, "profile", s->profile);
+	if (s->vm_disk)
+		cJSON_AddStringToObject(o, "vm_disk", s->vm_disk);
 	cJSON *net = cJSON_AddObjectToObject(o, "net");
 	cJSON_AddStringToObject(net, "preset", s->net.preset ? s->net.preset : "none");
 	json_add_strv(net, "allow", s->net.allow);
@@ -226,6 +229,8 @@ int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 		}
 		if (jstr(o, "profile"))
 			s.profile = xstrdup(jstr(o, "profile"));
+		if (jstr(o, "vm_disk") && jstr(o, "vm_disk")[0] == '/')
+			s.vm_disk = xstrdup(jstr(o, "vm_disk"));
 		r = spec_net_from_json(cJSON_GetObjectItemCaseSensitive(o, "net"), &s.net);
 		const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env"), *e;
 		cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) s.env = strv_append(s.env, e->valuestring);
@@ -385,6 +390,7 @@ void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct 
 		.n_binds = s->n_binds,
 		.rootfs = s->rootfs,
 		.rootfs_upper = s->rootfs_upper,
+		.disk_image = s->vm_disk,
 		/* every box built from a stored spec gets the fail-closed network (preset "none"
 		 * by default); only hand-built specs without a preset (unit tests) go without */
 		.network = s->net.preset != NULL,

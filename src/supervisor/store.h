@@ -40,6 +40,7 @@ struct box_spec {
 	char *image;          /* the image's name, or NULL */
 	char *rootfs;         /* its unpacked tree (image/store.h), or NULL */
 	char *profile;        /* `paddock run PROFILE`: the profile's name, or NULL */
+	char *vm_disk;        /* vm boxes from an image: the image's base disk, or NULL */
 	char *rootfs_upper;   /* image builds only (in-process, never persisted): runtime.h */
 	/* network (issue 4): the egress policy of this box */
 	struct box_net {

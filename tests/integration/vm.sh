@@ -5,6 +5,7 @@
 # runs only with PD_BACKEND=vm (tests/run.sh's vm pass); elsewhere it ends as "skip".
 . "$(dirname "$0")/../lib.sh"
 
+REG=$(cd "$(dirname "$0")/../registry" && pwd)
 vm_image() { echo "${PADDOCK_VM_IMAGE:-${PADDOCK_VM_CACHE_HOME:-$PADDOCK_HOME}/cache/vm-rootfs/rootfs.img}"; }
 
 t_guest_runs_its_own_kernel() {
@@ -102,4 +103,47 @@ t_qemu_killed_midrun_box_recovers() {
 	assert_contains "$(pd diff qk)" "n.txt"
 	pd rm -f qk
 }
+# An image on vm: its tree becomes a raw ext4 disk once (owners as in the image: root's shift
+# and an ordinary user's own id are mapped back), the guest boots from a qcow2 overlay over
+# it, finds an agent user and home it did not bring, and cannot change the disk; gc keeps the
+# disk while a box uses it. A profile built on ns runs on vm from the same image.
+t_image_runs_on_vm() {
+	pd_only vm "images as vm disks"
+	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
+	python3 "$REG/mkimage.py" layout "$PADDOCK_HOME/bb" --add-file /bin/busybox:/bin/busybox --symlink bin/sh:busybox
+	pd image import --name local/bb:1 "$PADDOCK_HOME/bb" >/dev/null
+	local out disk sum
+	out=$(pd_run -T --workspace none --image local/bb:1 -- /bin/busybox sh -c \
+		'cat /etc/hello; ls /olddir; id -u; stat -c "%u %g" /etc/hello /keep/x; ls -d /home/agent; echo x > /etc/hello; cat /etc/hello' 2>&1)
+	assert_contains "$out" "making the vm disk of this image (once)"
+	assert_contains "$out" "hello from layer 1"
+	assert_contains "$out" "$(printf '1000\n0 0\n0 0\n/home/agent')"
+	disk=$(ls "$PADDOCK_HOME"/images/vmdisk/*)
+	sum=$(sha256sum "$disk" | cut -d" " -f1)
+	# the second box: the disk is reused, the first box's write is not there
+	out=$(pd_run -T --workspace none --image local/bb:1 -- /bin/busybox cat /etc/hello 2>&1)
+	assert_not_contains "$out" "making the vm disk"
+	assert_eq "$out" "hello from layer 1"
+	assert_eq "$(sha256sum "$disk" | cut -d" " -f1)" "$sum" "the image's disk changed"
+	# gc keeps the disk of an existing box, removes it with the last user
+	pd create --backend vm --workspace none --image local/bb:1 vmimg >/dev/null 2>&1
+	pd image rm local/bb:1 >/dev/null
+	[ -e "$disk" ] || fail "gc removed the disk of an existing box"
+	assert_eq "$(pd exec vmimg -- /bin/busybox cat /keep/x)" "x"
+	pd rm -f vmimg >/dev/null
+	pd image gc >/dev/null
+	[ ! -e "$disk" ] || fail "gc left the disk of a removed image"
+	# a profile: built on ns (its install commands), run on vm from the same image
+	pd image import --name local/bb:1 "$PADDOCK_HOME/bb" >/dev/null
+	export XDG_CONFIG_HOME=$PADDOCK_HOME/config
+	mkdir -p "$XDG_CONFIG_HOME/paddock/agents"
+	echo '{"displayName": "V", "baseImage": "local/bb:1", "installCommands": ["echo built-on-ns > /opt/note"],
+	       "launchCommand": ["/bin/busybox", "cat", "/opt/note"]}' >"$XDG_CONFIG_HOME/paddock/agents/vp.json"
+	if pd_root_available; then
+		out=$(pd run --rm -T --backend vm --workspace none vp 2>&1)
+		assert_contains "$out" "building the vp image"
+		assert_contains "$out" "built-on-ns"
+	fi
+}
+
 run_tests

@@ -195,9 +195,11 @@ static int prepare_disk(struct start_ctx *c, pd_err *err)
 	c->disk = xasprintf("%s/disk.qcow2", c->cfg->state_dir);
 	if (access(c->disk, F_OK) == 0)
 		return 0;
-	_cleanup_free_ char *base = vm_base_image(c->home);
+	/* an image's own disk (made by the CLI from its tree, image/vmdisk.h), else the default */
+	_cleanup_free_ char *base = c->cfg->disk_image ? xstrdup(c->cfg->disk_image) : vm_base_image(c->home);
 	if (access(base, R_OK) < 0)
-		return pd_error(err, errno, "vm base image %s (build it with scripts/vm-build-rootfs.sh)", base);
+		return pd_error(err, errno, c->cfg->disk_image ? "the image's vm disk %s" : "vm base image %s (build it with scripts/vm-build-rootfs.sh)",
+				base);
 	_cleanup_free_ char *tmp = xasprintf("%s/disk.qcow2.tmp", c->cfg->state_dir);
 	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, tmp, NULL};
 	int r = image_run(argv, NULL, NULL, err);
