@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <sched.h>
 #include <spawn.h>
 #include <sys/file.h>
@@ -135,6 +136,11 @@ int cli_build_layer_helper(int argc, char **argv)
 	if (streq(argv[1], "remove"))
 		return rm_rf(argv[3]) < 0 ? EXIT_FAILURE_PD : 0;
 	struct capture_stats st;
+	/* names reach the pax headers unconverted (capture.h) */
+	if (!setlocale(LC_CTYPE, "C.UTF-8")) {
+		pd_error_msg(&err, ENOENT, "the C.UTF-8 locale is missing");
+		return cli_fail(&err);
+	}
 	if (img_capture_upper(dirfd, STDOUT_FILENO, capture_skip, &st, &err) < 0)
 		return cli_fail(&err);
 	fprintf(stderr, "paddock: layer: %llu entries, %llu files, %llu bytes, %llu deletions\n",

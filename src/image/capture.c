@@ -269,16 +269,70 @@ static int walk(struct capture *c, int dirfd, const char *rel, unsigned depth)
 	return 0;
 }
 
+/* True if s is valid UTF-8 (RFC 3629: no overlongs, surrogates or values past U+10FFFF). */
+static bool utf8_valid(const unsigned char *s)
+{
+	while (*s) {
+		unsigned n = *s < 0x80 ? 0 : (*s & 0xe0) == 0xc0 ? 1 : (*s & 0xf0) == 0xe0 ? 2 : (*s & 0xf8) == 0xf0 ? 3 : 4;
+		if (n == 4 || (n == 1 && *s < 0xc2) || (n == 3 && *s > 0xf4))
+			return false;
+		uint32_t cp = n ? *s & (0x3f >> n) : *s;
+		for (unsigned i = 1; i <= n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i] & 0x3f);
+		}
+		if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+			return false;
+		s += n + 1;
+	}
+	return true;
+}
+
+/* Whether every name (and symlink target) below dirfd is UTF-8: then the layer needs no
+ * hdrcharset=BINARY, which libarchive can only set for the whole archive and which puts a pax
+ * header on every entry. Errors answer "no" (the walk proper reports them). */
+static bool tree_utf8(int dirfd, unsigned depth)
+{
+	int dup = depth <= CAPTURE_DEPTH_MAX ? fcntl(dirfd, F_DUPFD_CLOEXEC, 3) : -1;
+	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+	if (!d) {
+		if (dup >= 0)
+			close(dup);
+		return false;
+	}
+	rewinddir(d);
+	bool ok = true;
+	for (struct dirent *de; ok && (de = readdir(d));) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		ok = utf8_valid((const unsigned char *)de->d_name);
+		if (ok && de->d_type == DT_LNK) {
+			char t[PATH_MAX];
+			ssize_t n = readlinkat(dirfd, de->d_name, t, sizeof(t) - 1);
+			t[n > 0 ? n : 0] = '\0';
+			ok = n >= 0 && utf8_valid((const unsigned char *)t);
+		} else if (ok && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
+			int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				ok = tree_utf8(sub, depth + 1);
+				close(sub);
+			} else
+				ok = de->d_type != DT_UNKNOWN ? false : true;
+		}
+	}
+	closedir(d);
+	return ok;
+}
+
 int img_capture_upper(int dirfd, int out_fd, char *const *skip, struct capture_stats *ret_stats, pd_err *err)
 {
 	struct capture c = {.a = archive_write_new(), .skip = skip, .err = err};
 	if (!c.a)
 		return pd_error_msg(err, ENOMEM, "cannot start the layer");
 	int r = 0;
-	/* names are bytes: written as they are (hdrcharset=BINARY), never converted through the
-	 * locale (which fails on non-ASCII names in the C locale) */
 	if (archive_write_set_format_pax_restricted(c.a) != ARCHIVE_OK ||
-	    archive_write_set_format_option(c.a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
+	    (!tree_utf8(dirfd, 0) && archive_write_set_format_option(c.a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
 	    archive_write_set_bytes_in_last_block(c.a, 1) != ARCHIVE_OK || archive_write_open_fd(c.a, out_fd) != ARCHIVE_OK)
 		r = arc_fail(&c, "(start)");
 	if (r == 0)

@@ -26,5 +26,9 @@ struct capture_stats {
 };
 
 /* Writes the layer for the tree at dirfd to out_fd (pax tar, not compressed). ret_stats may
- * be NULL. */
+ * be NULL. libarchive converts names from the locale's charset to pax's UTF-8: the caller runs
+ * in a UTF-8 locale (C.UTF-8), where names pass as they are and one that is not valid UTF-8
+ * is written as bytes with hdrcharset=BINARY for that entry alone (in the C locale a non-ASCII
+ * name fails to convert, and forcing BINARY for the archive puts a pax header on every
+ * entry). */
 int img_capture_upper(int dirfd, int out_fd, char *const *skip, struct capture_stats *ret_stats, pd_err *err);

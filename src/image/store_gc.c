@@ -5,6 +5,7 @@
 
 #include "image/layer.h"
 #include "image/store.h"
+#include "image/tree_clone.h"
 #include "util/fdio.h"
 
 char *img_rootfs_path(struct img_store *s, const char *config_digest)
@@ -38,6 +39,40 @@ static int load_diff_ids(struct img_store *s, const char *config_digest, size_t 
 	return r;
 }
 
+/* The tree to start from: the stored tree of another record whose layers are the first k of
+ * ours (k as large as possible, k < n) and whose config names the same diff_ids for them, so
+ * its tree is what our first k layers unpack to (tree_clone.h). 0 when there is none. */
+static size_t prefix_tree(struct img_store *s, const struct oci_config *cfg, char *const *layers,
+			  char ret_config[OCI_DIGEST_LEN + 1], uint64_t *ret_bytes)
+{
+	struct img_record **v;
+	size_t n, best = 0, total = strv_len(layers);
+	if (img_record_list(s, &v, &n, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strv_len(v[i]->layers);
+		if (k == 0 || k <= best || k >= total || !img_rootfs_exists(s, v[i]->config))
+			continue;
+		bool same = true;
+		for (size_t j = 0; same && j < k; j++)
+			same = streq(v[i]->layers[j], layers[j]);
+		struct oci_config *pc = NULL;
+		if (same && load_diff_ids(s, v[i]->config, k, &pc, NULL) == 0)
+			for (size_t j = 0; same && j < k; j++)
+				same = streq(pc->diff_ids[j], cfg->diff_ids[j]);
+		else
+			same = false;
+		oci_config_free(pc);
+		if (same) {
+			best = k;
+			memcpy(ret_config, v[i]->config, OCI_DIGEST_LEN + 1);
+			*ret_bytes = v[i]->unpacked;
+		}
+	}
+	img_record_list_free(v, n);
+	return best;
+}
+
 static int apply_layers(struct img_store *s, int rootfd, const char *config_digest, char *const *layers,
 			uint64_t *ret_bytes, pd_err *err)
 {
@@ -47,12 +82,24 @@ static int apply_layers(struct img_store *s, int rootfd, const char *config_dige
 		oci_config_free(cfg);
 		return r;
 	}
+	/* a stored tree of our first layers is cloned instead of unpacking them again */
+	char base[OCI_DIGEST_LEN + 1];
+	uint64_t bytes = 0;
+	size_t start = prefix_tree(s, cfg, layers, base, &bytes);
+	if (start > 0) {
+		_cleanup_free_ char *bp = img_rootfs_path(s, base);
+		_cleanup_close_ int bfd = open(bp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		r = bfd < 0 ? pd_error(err, errno, "cannot open %s", bp) : img_tree_clone(bfd, rootfd, NULL, err);
+		if (r < 0) {
+			oci_config_free(cfg);
+			return pd_err_prefix(err, "cannot start from the tree of %.19s", base);
+		}
+	}
 	struct layer_options o;
 	layer_options_default(&o);
 	o.uid_shift = s->uid_shift;
 	o.gid_shift = s->gid_shift;
-	uint64_t bytes = 0;
-	for (size_t i = 0; r == 0 && layers && layers[i]; i++) {
+	for (size_t i = start; r == 0 && layers && layers[i]; i++) {
 		_cleanup_close_ int fd = img_blob_open(s, layers[i], err);
 		if (fd < 0) {
 			r = fd;

@@ -4,13 +4,18 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <archive.h>
+#include <archive_entry.h>
 #include <fcntl.h>
+#include <sys/xattr.h>
 #include <sys/stat.h>
 
 #include "image/base.h"
 #include "image/import.h"
 #include "image/registry.h"
+#include "image/tree_clone.h"
 #include "image/vmdisk.h"
+#include "image/layer.h"
 #include "util/fdio.h"
 
 static char *tmp_home(void)
@@ -283,6 +288,74 @@ static void test_vmdisk_size(void **state)
 	assert_int_equal(img_vmdisk_size(1ULL << 40), 129ULL << 30);
 }
 
+/* A clone shares files by inode, has its own directories (modes, attributes), and a layer
+ * applied onto it never changes the source (tree_clone.h). */
+static void test_tree_clone(void **state)
+{
+	char base[] = "/var/tmp/test-clone.XXXXXX";
+	assert_non_null(mkdtemp(base));
+	char p[256];
+	snprintf(p, sizeof(p), "%s/src", base);
+	assert_int_equal(mkdir(p, 0755), 0);
+	int src = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(p, sizeof(p), "%s/dst", base);
+	assert_int_equal(mkdir(p, 0755), 0);
+	int dst = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(src >= 0 && dst >= 0);
+	assert_int_equal(mkdirat(src, "etc", 0750), 0);
+	assert_int_equal(write_file_atomic_at(src, "etc/conf", "base\n", 5, 0644), 0);
+	assert_int_equal(symlinkat("conf", src, "etc/link"), 0);
+	snprintf(p, sizeof(p), "%s/src/etc", base);
+	assert_int_equal(setxattr(p, "user.mark", "d", 1, 0), 0);
+	assert_int_equal(fchmodat(src, "etc", 0750, 0), 0);
+	uint64_t n = 0;
+	pd_err err = {0};
+	assert_int_equal(img_tree_clone(src, dst, &n, &err), 0);
+	assert_int_equal(n, 3);
+	struct stat a, b;
+	assert_int_equal(fstatat(src, "etc/conf", &a, 0), 0);
+	assert_int_equal(fstatat(dst, "etc/conf", &b, 0), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(fstatat(src, "etc", &a, 0), 0);
+	assert_int_equal(fstatat(dst, "etc", &b, 0), 0);
+	assert_int_not_equal(a.st_ino, b.st_ino);
+	assert_int_equal(b.st_mode & 07777, 0750);
+	char v[4] = {0};
+	snprintf(p, sizeof(p), "%s/dst/etc", base);
+	assert_int_equal(getxattr(p, "user.mark", v, sizeof(v)), 1);
+	char t[8] = {0};
+	assert_int_equal(readlinkat(dst, "etc/link", t, sizeof(t) - 1), 4);
+	/* a layer replacing etc/conf on the clone leaves the source's file as it was */
+	struct archive *w = archive_write_new();
+	char tar[8192];
+	size_t used = 0;
+	archive_write_set_format_pax_restricted(w);
+	assert_int_equal(archive_write_open_memory(w, tar, sizeof(tar), &used), ARCHIVE_OK);
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, "etc/conf");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, 4);
+	assert_int_equal(archive_write_header(w, e), ARCHIVE_OK);
+	assert_int_equal(archive_write_data(w, "new\n", 4), 4);
+	archive_entry_free(e);
+	archive_write_close(w);
+	archive_write_free(w);
+	struct layer_options o;
+	layer_options_default(&o);
+	o.privileged = false;
+	assert_int_equal(layer_apply_buffer(dst, tar, used, &o, NULL, &err), 0);
+	_cleanup_free_ char *sb = NULL, *db = NULL;
+	size_t len;
+	assert_int_equal(read_file_at(src, "etc/conf", 64, &sb, &len), 0);
+	assert_int_equal(read_file_at(dst, "etc/conf", 64, &db, &len), 0);
+	assert_string_equal(sb, "base\n");
+	assert_string_equal(db, "new\n");
+	close(src);
+	close(dst);
+	rm_rf(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_default_name),
 		cmocka_unit_test(test_apt_hosts),
 		cmocka_unit_test(test_vmdisk_size),
+		cmocka_unit_test(test_tree_clone),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,13 @@ t_profile_builds_reuses_reconnects_and_updates() {
 	assert_contains "$out" "allow example.com"
 	assert_contains "$out" "allow *.example.org"
 	assert_contains "$(pd image ls)" "localhost/paddock/tp:"
+	# the profile's tree starts as a hard-link clone of the base's (tree_clone.h): base
+	# files are shared, not unpacked again; the base's copy of a deleted file is still there
+	local tree btree
+	tree=$(pd image inspect "$(pd image ls | awk '/paddock\/tp:/{print $1}')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rootfs"])')
+	btree=$(pd image inspect local/bb:1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["rootfs"])')
+	assert_eq "$(stat -c %i "$tree/etc/hello")" "$(stat -c %i "$btree/etc/hello")" "base file shared by inode"
+	[ -e "$btree/etc/hello2" ] && [ ! -e "$tree/etc/hello2" ] || fail "the deletion reached the base tree"
 	# the second run in the same directory reconnects to the same box and reuses the image
 	pd exec tp-myproj -- /bin/busybox sh -c 'echo agent-work > /home/agent/work'
 	out=$(pd run -T --workspace none tp -- again 2>&1)
