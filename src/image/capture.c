@@ -339,8 +339,10 @@ int img_capture_upper(int dirfd, int out_fd, char *const *skip, struct capture_s
 		r = walk(&c, dirfd, "", 0);
 	if (r == 0 && archive_write_close(c.a) != ARCHIVE_OK)
 		r = arc_fail(&c, "(end)");
+	/* archive_write_free of an archive marked failed skips the fd writer's close and leaks
+	 * its buffers: an error ends the stream like success (the caller discards it anyway) */
 	if (r < 0)
-		archive_write_fail(c.a);
+		archive_write_close(c.a);
 	archive_write_free(c.a);
 	for (size_t i = 0; i < c.n_links; i++)
 		free(c.links[i].path);

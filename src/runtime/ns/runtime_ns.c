@@ -98,10 +98,12 @@ static void plan_env(struct ns_plan *p, const char *name)
 	snprintf(p->env_store[2], sizeof(p->env_store[2]), "PADDOCK_AGENT_GID=%u", NS_AGENT_ID);
 	snprintf(p->env_store[3], sizeof(p->env_store[3]), "PADDOCK_ROOT_OK=%d", p->root_ok ? 1 : 0);
 	snprintf(p->env_store[4], sizeof(p->env_store[4]), "PADDOCK_HOSTNAME=%s", name);
-	snprintf(p->env_store[5], sizeof(p->env_store[5]), "PADDOCK_ROOT_CAPS=%d", p->rootfs_upper ? 1 : 0);
-	for (int i = 0; i < 6; i++)
+	/* only a build box's init hears of root capabilities (init.h root_caps) */
+	snprintf(p->env_store[5], sizeof(p->env_store[5]), "PADDOCK_ROOT_CAPS=1");
+	int n = p->rootfs_upper ? 6 : 5;
+	for (int i = 0; i < n; i++)
 		p->envp[i] = p->env_store[i];
-	p->envp[6] = NULL;
+	p->envp[n] = NULL;
 	p->argv[0] = (char *)"paddock-init";
 	p->argv[1] = NULL;
 }
