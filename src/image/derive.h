@@ -14,6 +14,7 @@ struct img_derive_opts {
 	const char *source;      /* what made it ("profile pi: 3 install commands") */
 	const char *created_by;  /* the history entry's text */
 	char **labels;           /* "KEY=VALUE" set in config.Labels (may be NULL) */
+	char **env;              /* "KEY=VALUE" set in config.Env, replacing KEY (may be NULL) */
 	FILE *progress;          /* may be NULL */
 };
 

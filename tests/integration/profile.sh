@@ -63,6 +63,9 @@ t_profile_builds_reuses_reconnects_and_updates() {
 	assert_status 1 pd exec tp-myproj -- /bin/busybox test -e /etc/hello2
 	assert_status 1 pd exec tp-myproj -- /bin/busybox test -e /tmp/scratch
 	assert_eq "$(pd exec tp-myproj -- /bin/busybox cat /etc/hello)" "hello from layer 1"
+	# the image carries a compile cache for node agents, writable by every box (its own layer)
+	assert_eq "$(pd exec tp-myproj -- /bin/busybox sh -c 'echo $NODE_COMPILE_CACHE; /bin/busybox stat -c %a $NODE_COMPILE_CACHE')" \
+		"$(printf '/var/cache/paddock/node-compile-cache\n1777')"
 	out=$(pd policy ls --sandbox tp-myproj)
 	assert_contains "$out" "allow example.com"
 	assert_contains "$out" "allow *.example.org"
