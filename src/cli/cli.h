@@ -89,5 +89,9 @@ int cli_profile_image(const struct profile *p, bool rebuild, char *const *resolv
 /* `paddock __build-layer capture|remove NSFD DIR`: the helper profile_build.c runs. */
 int cli_build_layer_helper(int argc, char **argv);
 
+/* Copies host file or directory hostpath into the running box NAME at path (a directory,
+ * made if missing; a directory's contents land in it), as the agent (cmd_cp.c). */
+int cli_copy_in(const char *hostpath, const char *name, const char *path, pd_err *err);
+
 /* Opens the store and the box directory of NAME (which must exist). */
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err);

@@ -130,7 +130,7 @@ static _noreturn_ void produce(const char *hostpath, int out_fd)
 	_exit(r < 0 ? 1 : 0);
 }
 
-static int copy_in(const char *hostpath, const char *name, const char *path, pd_err *err)
+int cli_copy_in(const char *hostpath, const char *name, const char *path, pd_err *err)
 {
 	_cleanup_free_ char *dir = NULL;
 	int r = running_box(name, &dir, err);
@@ -187,6 +187,6 @@ int cmd_cp(int argc, char **argv)
 		return cli_usage("cp", "exactly one side must be NAME:/PATH (an absolute path in the sandbox)");
 	pd_err err = {0};
 	int r = sname ? copy_out(sname, spath, argv[optind + 1], force, &err)
-		      : copy_in(argv[optind], dname, dpath, &err);
+		      : cli_copy_in(argv[optind], dname, dpath, &err);
 	return r < 0 ? cli_fail(&err) : r;
 }

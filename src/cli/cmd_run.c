@@ -1,7 +1,9 @@
 /* cmd_run.c — `paddock run` and `paddock create`. */
+#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -145,7 +147,34 @@ static int attach(const char *dir, const struct box_opts *o, char **cmd, pd_err 
 	return r < 0 ? r : status;
 }
 
-static int run_persistent(struct box_opts *o, const char *home, char **cmd, pd_err *err)
+/* A profile's mounts on vm (a guest shares no host path): copied in once the box runs, before
+ * the agent starts. A read-write one's changes stay in the box: `paddock cp` brings them back
+ * through the same checks as apply. A copy that fails is a note, not a failed run. */
+static void copy_mounts(const char *name, const struct box_bind *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		/* a directory's contents land in the path; a file lands in its parent when the names
+		 * agree (cp's rules) */
+		_cleanup_free_ char *hb = xstrdup(m[i].host), *bb = xstrdup(m[i].box), *bd = xstrdup(m[i].box);
+		bool dir = stat(m[i].host, &st) == 0 && S_ISDIR(st.st_mode);
+		if (!dir && !streq(basename(hb), basename(bb))) {
+			fprintf(stderr, "paddock: note: %s is not copied to %s on vm (a file lands under its own name)\n",
+				m[i].host, m[i].box);
+			continue;
+		}
+		pd_err err = {0};
+		if (cli_copy_in(m[i].host, name, dir ? m[i].box : dirname(bd), &err) < 0) {
+			fprintf(stderr, "paddock: note: %s was not copied to %s: %s\n", m[i].host, m[i].box, err.msg);
+			continue;
+		}
+		fprintf(stderr, "paddock: copied %s to %s (a vm box shares no host path%s)\n", m[i].host, m[i].box,
+			m[i].readonly ? "" : "; changes stay in the box until paddock cp brings them back");
+	}
+}
+
+static int run_persistent(struct box_opts *o, const char *home, char **cmd, const struct box_bind *copies,
+			  size_t n_copies, pd_err *err)
 {
 	_cleanup_free_ char *dir = store_box_dir(home, o->spec.name);
 	int r = store_create(home, &o->spec, err);
@@ -156,6 +185,7 @@ static int run_persistent(struct box_opts *o, const char *home, char **cmd, pd_e
 		store_remove(dir, NULL);
 		return r;
 	}
+	copy_mounts(o->spec.name, copies, n_copies);
 	return attach(dir, o, cmd, err);
 }
 
@@ -212,26 +242,38 @@ static int profile_reconnect(const char *home, const struct box_opts *o, const s
 	return attach(dir, o, cmd, err);
 }
 
-/* mounts: bound on ns (read-only unless readOnly is false); a missing host path is skipped
- * with a note. */
-static void profile_binds(const struct profile *p, struct box_spec *spec)
+/* mounts: bound on ns (read-only unless readOnly is false); on vm collected in *copies for
+ * copy_mounts; a missing host path is skipped with a note. */
+static void profile_binds(const struct profile *p, struct box_spec *spec, bool rm, struct box_bind **copies,
+			  size_t *n_copies)
 {
 	const char *home = getenv("HOME");
+	bool vm = streq(spec->backend, "vm");
 	for (size_t i = 0; i < p->n_mounts; i++) {
-		if (streq(spec->backend, "vm")) {
-			fprintf(stderr, "paddock: note: %s is not mounted: a vm box shares no host path (copying mounts in is not built yet)\n",
-				p->mounts[i].host_path);
-			continue;
-		}
 		_cleanup_free_ char *host = profile_expand_home(p->mounts[i].host_path, home ? home : "/nonexistent");
 		if (access(host, F_OK) < 0) {
 			fprintf(stderr, "paddock: note: %s does not exist; not mounted at %s\n", host, p->mounts[i].container_path);
 			continue;
 		}
-		spec->binds = xrealloc(spec->binds, (spec->n_binds + 1) * sizeof(*spec->binds));
-		spec->binds[spec->n_binds++] = (struct box_bind){xstrdup(host), xstrdup(p->mounts[i].container_path),
-								 p->mounts[i].read_only};
+		if (vm && rm) {
+			fprintf(stderr, "paddock: note: %s is not copied in: run --rm on vm has no supervisor to copy through (run without --rm)\n",
+				host);
+			continue;
+		}
+		struct box_bind **v = vm ? copies : &spec->binds;
+		size_t *n = vm ? n_copies : &spec->n_binds;
+		*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+		(*v)[(*n)++] = (struct box_bind){xstrdup(host), xstrdup(p->mounts[i].container_path), p->mounts[i].read_only};
 	}
+}
+
+static void binds_free(struct box_bind *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].host);
+		free(v[i].box);
+	}
+	free(v);
 }
 
 static void note_age(const struct img_record *img, const char *profile)
@@ -273,11 +315,13 @@ static int run_profile(struct box_opts *o, const struct profile *p, char **args,
 		rules = strv_append(rules, *a);
 	strv_free(o->spec.net.allow);
 	o->spec.net.allow = TAKE_PTR(rules);
-	profile_binds(p, &o->spec);
+	struct box_bind *copies = NULL;
+	size_t n_copies = 0;
+	profile_binds(p, &o->spec, o->rm, &copies, &n_copies);
 	o->spec.profile = xstrdup(p->name);
-	if ((r = cli_image_for_box(img->name, &o->spec, NULL, err)) < 0)
-		return r;
-	r = o->rm ? run_in_process(o, home, cmdv, err) : run_persistent(o, home, cmdv, err);
+	if ((r = cli_image_for_box(img->name, &o->spec, NULL, err)) == 0)
+		r = o->rm ? run_in_process(o, home, cmdv, err) : run_persistent(o, home, cmdv, copies, n_copies, err);
+	binds_free(copies, n_copies);
 	if (r >= 0 && !o->rm)
 		fprintf(stderr, "paddock: %s keeps the agent's work: paddock diff %s, paddock apply %s, paddock rm %s\n",
 			o->spec.name, o->spec.name, o->spec.name, o->spec.name);
@@ -340,7 +384,7 @@ int cmd_run(int argc, char **argv)
 	if (!cmd)
 		cmd = default_command();
 	if (r == 0)
-		r = o.rm ? run_in_process(&o, home, cmd, &err) : run_persistent(&o, home, cmd, &err);
+		r = o.rm ? run_in_process(&o, home, cmd, &err) : run_persistent(&o, home, cmd, NULL, 0, &err);
 	box_spec_free(&o.spec);
 	return r < 0 ? cli_fail(&err) : r;
 }

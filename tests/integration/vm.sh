@@ -146,4 +146,33 @@ t_image_runs_on_vm() {
 	fi
 }
 
+# A profile's mounts on vm: no host path reaches a guest, so they are copied in before the
+# agent starts (a directory's contents, a file under its own name); a file whose name differs
+# from the box path is left out with a note. Root only: it builds a Debian base (mmdebstrap).
+t_profile_mounts_are_copied_into_vm() {
+	pd_only vm "copying profile mounts into a guest"
+	[ "$(id -u)" = 0 ] || { echo "skip: builds a Debian base image with mmdebstrap (root)"; exit 77; }
+	pd image build debian:bookworm-slim >/dev/null 2>&1 || fail "image build debian:bookworm-slim failed"
+	export HOME=$PADDOCK_HOME/home XDG_CONFIG_HOME=$PADDOCK_HOME/config
+	mkdir -p "$HOME/shared" "$XDG_CONFIG_HOME/paddock/agents"
+	echo shared-note >"$HOME/shared/note"
+	echo file-content >"$HOME/f.txt"
+	echo '{"displayName": "M", "baseImage": "debian:bookworm-slim", "installCommands": [],
+	       "launchCommand": ["sh", "-c", "cat /home/agent/shared/note /home/agent/f.txt; ls /root/other.txt"],
+	       "mounts": [{"hostPath": "~/shared", "containerPath": "/home/agent/shared", "readOnly": true},
+	                  {"hostPath": "~/f.txt", "containerPath": "/home/agent/f.txt"},
+	                  {"hostPath": "~/f.txt", "containerPath": "/root/other.txt"}]}' >"$XDG_CONFIG_HOME/paddock/agents/mnt.json"
+	local out
+	out=$(pd run -T --backend vm --workspace none --name mntbox mnt 2>&1) || true
+	assert_contains "$out" "shared-note"
+	assert_contains "$out" "file-content"
+	assert_contains "$out" "copied $HOME/shared to /home/agent/shared"
+	assert_contains "$out" "changes stay in the box until paddock cp brings them back"
+	assert_contains "$out" "is not copied to /root/other.txt"
+	pd rm -f mntbox >/dev/null
+	# --rm has no supervisor to copy through: said, not silently dropped
+	out=$(pd run --rm -T --backend vm --workspace none mnt 2>&1) || true
+	assert_contains "$out" "is not copied in: run --rm on vm"
+}
+
 run_tests
