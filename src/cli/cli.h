@@ -86,6 +86,8 @@ int cli_image_pull(struct img_store *s, const char *ref, struct img_record **ret
 struct profile;
 int cli_profile_image(const struct profile *p, bool rebuild, char *const *resolve, struct img_record **ret,
 		      pd_err *err);
+/* "built 3d ago", "not built" (or "?"): the newest image of profile (cmd_image.c). */
+char *cli_profile_image_state(const char *profile);
 /* `paddock __build-layer capture|remove NSFD DIR`: the helper profile_build.c runs. */
 int cli_build_layer_helper(int argc, char **argv);
 

@@ -431,6 +431,25 @@ static char **profiles_with_images(struct img_store *s)
 	return names;
 }
 
+char *cli_profile_image_state(const char *profile)
+{
+	_cleanup_img_store_ struct img_store *s = NULL;
+	struct img_record **v;
+	size_t n;
+	if (cli_image_store(IMG_LOCK_NONE, &s, NULL) < 0 || img_record_list(s, &v, &n, NULL) < 0)
+		return xstrdup("?");
+	_cleanup_free_ char *prefix = xasprintf(PROFILE_IMAGE_PREFIX "%s:", profile);
+	int64_t newest = -1;
+	for (size_t i = 0; i < n; i++)
+		if (startswith(v[i]->name, prefix) && v[i]->created > newest)
+			newest = v[i]->created;
+	img_record_list_free(v, n);
+	if (newest < 0)
+		return xstrdup("not built");
+	_cleanup_free_ char *age = human_age(newest);
+	return xasprintf("built %s", age);
+}
+
 static int image_update(int argc, char **argv)
 {
 	pd_err err = {0};

@@ -9,7 +9,7 @@ static int profile_ls(void)
 	_cleanup_strv_ char **names = NULL;
 	if (profile_list(&names, &err) < 0)
 		return cli_fail(&err);
-	printf("%-12s %-28s %s\n", "NAME", "DISPLAY NAME", "FROM");
+	printf("%-12s %-28s %-16s %s\n", "NAME", "DISPLAY NAME", "IMAGE", "FROM");
 	for (size_t i = 0; names[i]; i++) {
 		struct profile *p = NULL;
 		_cleanup_strv_ char **warn = NULL;
@@ -23,7 +23,10 @@ static int profile_ls(void)
 			free(from);
 			from = n;
 		}
-		printf("%-12s %-28s %s\n", names[i], p->display_name ? p->display_name : "", from ? from : "");
+		/* a profile without install commands runs on its base: nothing of its own to build */
+		_cleanup_free_ char *img = p->install_commands && p->install_commands[0] ? cli_profile_image_state(names[i])
+											  : xstrdup("(base image)");
+		printf("%-12s %-28s %-16s %s\n", names[i], p->display_name ? p->display_name : "", img, from ? from : "");
 		profile_free(p);
 	}
 	return 0;

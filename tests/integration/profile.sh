@@ -49,6 +49,7 @@ t_profile_builds_reuses_reconnects_and_updates() {
 	mkdir "$PADDOCK_HOME/myproj"
 	cd "$PADDOCK_HOME/myproj"
 	local out
+	assert_contains "$(pd profile ls | grep '^tp ')" "not built"
 	out=$(T_FWD=fwd pd run -T --workspace none tp -- a b 2>&1)
 	assert_contains "$out" "building the tp image on docker.io/local/bb:1"
 	assert_contains "$out" "the build reaches only: example.com example.org *.example.org"
@@ -70,6 +71,8 @@ t_profile_builds_reuses_reconnects_and_updates() {
 	assert_contains "$out" "allow example.com"
 	assert_contains "$out" "allow *.example.org"
 	assert_contains "$(pd image ls)" "localhost/paddock/tp:"
+	out=$(pd profile ls | grep '^tp ')
+	[[ "$out" =~ " built "[0-9]+s" ago" ]] || fail "profile ls does not show the new image: $out"
 	# the profile's tree starts as a hard-link clone of the base's (tree_clone.h): base
 	# files are shared, not unpacked again; the base's copy of a deleted file is still there
 	local tree btree
@@ -175,6 +178,7 @@ t_profile_names_and_errors() {
 	# a profile with nothing to install runs on its base directly
 	profile plain '{"displayName": "P", "baseImage": "local/bb:1", "installCommands": [], "launchCommand": ["/bin/busybox", "echo", "plain-run"]}'
 	assert_eq "$(pd run --rm -T --workspace none plain 2>/dev/null)" "plain-run"
+	assert_contains "$(pd profile ls | grep '^plain ')" "(base image)"
 	# `run -- NAME` is always a command; an unknown NAME is a command too
 	assert_eq "$(pd run --rm -T --workspace none -- /bin/echo plain)" "plain"
 	# a malformed profile: file:line:col and the key path
