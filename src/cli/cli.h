@@ -83,17 +83,23 @@ int cli_image_pull(struct img_store *s, const char *ref, struct img_record **ret
  * base, commands and build network, else built now (rebuild: always). resolve: --resolve
  * NAME=ADDR entries for the build box (the route, not part of what is built). */
 #define PROFILE_IMAGE_PREFIX "localhost/paddock/"
+/* The profile an image name (PROFILE_IMAGE_PREFIX NAME ":" KEY) was built for, or NULL. */
+char *cli_profile_of_image(const char *image);
 struct profile;
 int cli_profile_image(const struct profile *p, bool rebuild, char *const *resolve, struct img_record **ret,
 		      pd_err *err);
-/* "built 3d ago", "not built" (or "?"): the newest image of profile (cmd_image.c). */
-char *cli_profile_image_state(const char *profile);
+/* For each profile, its newest image: "built 3d ago", "not built" (or "?" without a
+ * readable store), one reading of the store for all (cmd_image.c). */
+char **cli_profile_image_states(char *const *profiles);
 /* `paddock __build-layer capture|remove NSFD DIR`: the helper profile_build.c runs. */
 int cli_build_layer_helper(int argc, char **argv);
 
 /* Copies host file or directory hostpath into the running box NAME at path (a directory,
  * made if missing; a directory's contents land in it), as the agent (cmd_cp.c). */
 int cli_copy_in(const char *hostpath, const char *name, const char *path, pd_err *err);
+
+/* Starts the box at dir unless it runs (under its lock); *ret_started says which. */
+int cli_start_box(const char *dir, bool *ret_started, pd_err *err);
 
 /* Opens the store and the box directory of NAME (which must exist). */
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err);

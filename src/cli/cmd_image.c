@@ -199,7 +199,8 @@ int cli_image_for_box(const char *image, struct box_spec *spec, char ***ret_cmd,
 		 * never reaches it, nor any host path */
 		if (!s->uid_shift && geteuid() == 0)
 			return pd_error_msg(err, EINVAL, "root's trees need the box id range to make a vm disk");
-		fprintf(stderr, "%s", img_vmdisk_exists(s, r) ? "" : "paddock: making the vm disk of this image (once)\n");
+		if (!img_vmdisk_exists(s, r))
+			fprintf(stderr, "paddock: making the vm disk of this image (once)\n");
 		if ((q = img_vmdisk(s, r, &spec->vm_disk, err)) < 0)
 			return q;
 		if (getenv("PADDOCK_CA_FILE") && *getenv("PADDOCK_CA_FILE"))
@@ -312,15 +313,19 @@ static void print_added(const struct img_record *r)
 	printf("%s %s (%s, %s)\n", r->name, r->digest, r->contents, size);
 }
 
-/* The "registryMirror" key of $XDG_CONFIG_HOME/paddock/images.json (the user's own file: read
- * strictly, size-capped; other keys ignored). NULL when absent. */
-static int config_mirror(char **ret, pd_err *err)
+/* The mirror of a pull that names none: NULL when $PADDOCK_REGISTRY_MIRROR is set (registry.c
+ * reads it), else the "registryMirror" key of $XDG_CONFIG_HOME/paddock/images.json (the user's
+ * own file: read strictly, size-capped; other keys ignored), NULL when absent. */
+static int default_mirror(char **ret, pd_err *err)
 {
+	*ret = NULL;
+	const char *env = getenv("PADDOCK_REGISTRY_MIRROR");
+	if (env && *env)
+		return 0;
 	_cleanup_free_ char *dir = profile_config_dir();
 	_cleanup_free_ char *path = dir ? xasprintf("%s/images.json", dir) : NULL;
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
-	*ret = NULL;
 	int r = path ? read_file_at(AT_FDCWD, path, 64 * 1024, &buf, &len) : -ENOENT;
 	if (r == -ENOENT)
 		return 0;
@@ -340,15 +345,9 @@ static int config_mirror(char **ret, pd_err *err)
 int cli_image_pull(struct img_store *s, const char *ref, struct img_record **ret, pd_err *err)
 {
 	_cleanup_free_ char *mirror = NULL;
-	struct img_pull_opts po = {.progress = stderr};
-	const char *env_mirror = getenv("PADDOCK_REGISTRY_MIRROR");
-	if (!(env_mirror && *env_mirror)) {
-		int r = config_mirror(&mirror, err);
-		if (r < 0)
-			return r;
-		po.mirror = mirror;
-	}
-	return img_pull(s, ref, &po, ret, err);
+	int r = default_mirror(&mirror, err);
+	struct img_pull_opts po = {.progress = stderr, .mirror = mirror};
+	return r < 0 ? r : img_pull(s, ref, &po, ret, err);
 }
 
 static int image_add(const char *verb, int argc, char **argv)
@@ -386,9 +385,8 @@ static int image_add(const char *verb, int argc, char **argv)
 	_cleanup_img_record_ struct img_record *r = NULL;
 	_cleanup_free_ char *mirror = NULL;
 	/* --registry-mirror, else $PADDOCK_REGISTRY_MIRROR (registry.c), else the config key */
-	const char *env_mirror = getenv("PADDOCK_REGISTRY_MIRROR");
-	if (pull && !po.mirror && !(env_mirror && *env_mirror)) {
-		if (config_mirror(&mirror, &err) < 0)
+	if (pull && !po.mirror) {
+		if (default_mirror(&mirror, &err) < 0)
 			return cli_fail(&err);
 		po.mirror = mirror;
 	}
@@ -421,33 +419,35 @@ static char **profiles_with_images(struct img_store *s)
 	if (img_record_list(s, &v, &n, NULL) < 0)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		const char *rest = startswith(v[i]->name, PROFILE_IMAGE_PREFIX) ? v[i]->name + strlen(PROFILE_IMAGE_PREFIX) : NULL;
-		const char *colon = rest ? strchr(rest, ':') : NULL;
-		_cleanup_free_ char *name = colon ? xstrndup(rest, (size_t)(colon - rest)) : NULL;
-		if (name && !strv_contains(names, name))
-			names = strv_append(names, name);
+		_cleanup_free_ char *name = cli_profile_of_image(v[i]->name);
+		if (name)
+			names = strv_append_unique(names, name);
 	}
 	img_record_list_free(v, n);
 	return names;
 }
 
-char *cli_profile_image_state(const char *profile)
+char **cli_profile_image_states(char *const *profiles)
 {
 	_cleanup_img_store_ struct img_store *s = NULL;
-	struct img_record **v;
-	size_t n;
-	if (cli_image_store(IMG_LOCK_NONE, &s, NULL) < 0 || img_record_list(s, &v, &n, NULL) < 0)
-		return xstrdup("?");
-	_cleanup_free_ char *prefix = xasprintf(PROFILE_IMAGE_PREFIX "%s:", profile);
-	int64_t newest = -1;
-	for (size_t i = 0; i < n; i++)
-		if (startswith(v[i]->name, prefix) && v[i]->created > newest)
-			newest = v[i]->created;
-	img_record_list_free(v, n);
-	if (newest < 0)
-		return xstrdup("not built");
-	_cleanup_free_ char *age = human_age(newest);
-	return xasprintf("built %s", age);
+	struct img_record **v = NULL;
+	size_t n = 0;
+	bool known = cli_image_store(IMG_LOCK_NONE, &s, NULL) == 0 && img_record_list(s, &v, &n, NULL) == 0;
+	char **states = NULL;
+	for (char *const *p = profiles; p && *p; p++) {
+		int64_t newest = -1;
+		for (size_t i = 0; i < n; i++) {
+			_cleanup_free_ char *of = cli_profile_of_image(v[i]->name);
+			if (of && streq(of, *p) && v[i]->created > newest)
+				newest = v[i]->created;
+		}
+		_cleanup_free_ char *age = newest < 0 ? NULL : human_age(newest);
+		_cleanup_free_ char *st = !known ? xstrdup("?") : age ? xasprintf("built %s", age) : xstrdup("not built");
+		states = strv_append(states, st);
+	}
+	if (known)
+		img_record_list_free(v, n);
+	return states;
 }
 
 static int image_update(int argc, char **argv)

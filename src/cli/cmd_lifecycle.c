@@ -101,18 +101,19 @@ static int life_opt(int c, void *vctx)
 	return 0;
 }
 
+int cli_start_box(const char *dir, bool *ret_started, pd_err *err)
+{
+	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
+	*ret_started = store_status(dir, NULL) != BOX_STATUS_RUNNING;
+	return *ret_started ? supervisor_spawn(dir, err) : 0;
+}
+
 static int start_one(const char *name, void *vctx)
 {
 	pd_err err = {0};
 	_cleanup_free_ char *dir = NULL;
-	int r = cli_box_dir(name, NULL, &dir, &err);
-	if (r < 0)
-		return cli_fail(&err);
-	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
-	if (store_status(dir, NULL) == BOX_STATUS_RUNNING)
-		return 0;
-	r = supervisor_spawn(dir, &err);
-	if (r < 0)
+	bool started;
+	if (cli_box_dir(name, NULL, &dir, &err) < 0 || cli_start_box(dir, &started, &err) < 0)
 		return cli_fail(&err);
 	return 0;
 }

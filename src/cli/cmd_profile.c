@@ -9,6 +9,7 @@ static int profile_ls(void)
 	_cleanup_strv_ char **names = NULL;
 	if (profile_list(&names, &err) < 0)
 		return cli_fail(&err);
+	_cleanup_strv_ char **states = cli_profile_image_states(names);
 	printf("%-12s %-28s %-16s %s\n", "NAME", "DISPLAY NAME", "IMAGE", "FROM");
 	for (size_t i = 0; names[i]; i++) {
 		struct profile *p = NULL;
@@ -24,8 +25,7 @@ static int profile_ls(void)
 			from = n;
 		}
 		/* a profile without install commands runs on its base: nothing of its own to build */
-		_cleanup_free_ char *img = p->install_commands && p->install_commands[0] ? cli_profile_image_state(names[i])
-											  : xstrdup("(base image)");
+		const char *img = p->install_commands && p->install_commands[0] ? states[i] : "(base image)";
 		printf("%-12s %-28s %-16s %s\n", names[i], p->display_name ? p->display_name : "", img, from ? from : "");
 		profile_free(p);
 	}

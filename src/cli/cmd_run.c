@@ -230,15 +230,13 @@ static int profile_reconnect(const char *home, const struct box_opts *o, const s
 	box_spec_free(&spec);
 	if (r < 0)
 		return r;
-	{
-		_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
-		if (store_status(dir, NULL) != BOX_STATUS_RUNNING) {
-			fprintf(stderr, "paddock: starting %s again\n", o->spec.name);
-			if ((r = supervisor_spawn(dir, err)) < 0)
-				return r;
-		} else
-			fprintf(stderr, "paddock: reconnecting to %s\n", o->spec.name);
-	}
+	bool started;
+	if ((r = cli_start_box(dir, &started, err)) < 0)
+		return r;
+	if (started)
+		fprintf(stderr, "paddock: starting %s again\n", o->spec.name);
+	else
+		fprintf(stderr, "paddock: reconnecting to %s\n", o->spec.name);
 	return attach(dir, o, cmd, err);
 }
 

@@ -14,7 +14,6 @@
  * digest, the commands and the build's network and environment: the same profile on the same
  * base reuses it; `paddock image update NAME` builds it again (new agent releases). */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <locale.h>
 #include <sched.h>
@@ -32,7 +31,6 @@
 #include "image/capture.h"
 #include "image/derive.h"
 #include "profile/profile.h"
-#include "runtime/ns/ns_idmap.h"
 #include "supervisor/net.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
@@ -42,7 +40,6 @@ extern char **environ;
 #define BUILD_KEY_VERSION "paddock-profile-build-1"
 #define VERSIONS_MAX (1 << 20)
 #define PROFILE_COMPILE_CACHE "/var/cache/paddock/node-compile-cache"
-
 
 /* What the runtime generates at every start, never part of a layer (ns_etc.c, ns_rootfs.c),
  * and npm's download cache of the build's root (hundreds of MB no run reads). */
@@ -66,49 +63,47 @@ static char **build_hosts(struct img_store *s, const struct img_record *base)
 	_cleanup_free_ char *apt = xasprintf("%s/etc/apt", tree);
 	_cleanup_strv_ char **own = img_apt_source_hosts(apt);
 	for (char **h = own; h && *h; h++)
-		if (!strv_contains(hosts, *h))
-			hosts = strv_append(hosts, *h);
-	if (!strv_contains(hosts, "registry.npmjs.org"))
-		hosts = strv_append(hosts, "registry.npmjs.org");
-	return hosts;
+		hosts = strv_append_unique(hosts, *h);
+	return strv_append_unique(hosts, "registry.npmjs.org");
 }
 
 static char **build_rules(const struct profile *p, struct img_store *s, const struct img_record *base)
 {
-	_cleanup_strv_ char **own = profile_egress_rules(p);
+	char **rules = profile_egress_rules(p);
 	_cleanup_strv_ char **extra = build_hosts(s, base);
-	char **rules = NULL;
-	for (char **h = own; h && *h; h++)
-		rules = strv_append(rules, *h);
 	for (char **h = extra; h && *h; h++)
-		if (!strv_contains(rules, *h))
-			rules = strv_append(rules, *h);
+		rules = strv_append_unique(rules, *h);
 	return rules;
 }
 
 /* sha256 over everything that decides what the build produces. */
 static void build_key(const struct profile *p, const struct img_record *base, char *const *rules, char out[17])
 {
-	_cleanup_free_ char *text = xasprintf("%s\nbase %s\n", BUILD_KEY_VERSION, base->digest);
-	for (char **c = p->install_commands; c && *c; c++) {
-		char *t = xasprintf("%scmd %zu:%s\n", text, strlen(*c), *c);
-		free(text);
-		text = t;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(build_env); i++) {
-		char *t = xasprintf("%senv %s\n", text, build_env[i]);
-		free(text);
-		text = t;
-	}
-	for (char *const *r = rules; r && *r; r++) {
-		char *t = xasprintf("%sallow %s\n", text, *r);
-		free(text);
-		text = t;
-	}
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
+	fprintf(f, "%s\nbase %s\n", BUILD_KEY_VERSION, base->digest);
+	for (char **c = p->install_commands; c && *c; c++)
+		fprintf(f, "cmd %zu:%s\n", strlen(*c), *c);
+	for (size_t i = 0; i < ARRAY_SIZE(build_env); i++)
+		fprintf(f, "env %s\n", build_env[i]);
+	for (char *const *r = rules; r && *r; r++)
+		fprintf(f, "allow %s\n", *r);
+	if (fclose(f) != 0)
+		abort();
 	char d[OCI_DIGEST_LEN + 1];
-	img_sha256_digest(text, strlen(text), d);
+	img_sha256_digest(text, len, d);
 	memcpy(out, d + strlen("sha256:"), 16);
 	out[16] = '\0';
+}
+
+char *cli_profile_of_image(const char *image)
+{
+	const char *rest = startswith(image, PROFILE_IMAGE_PREFIX) ? image + strlen(PROFILE_IMAGE_PREFIX) : NULL;
+	const char *colon = rest ? strchr(rest, ':') : NULL;
+	return colon ? xstrndup(rest, (size_t)(colon - rest)) : NULL;
 }
 
 /* ---- the helper: `paddock __build-layer capture|remove NSFD DIR` ---- */
@@ -270,16 +265,19 @@ static void warm_compile_cache(struct build *b, struct box *box, char *const *en
 	if (run_command(box->h.ctl_fd, env, "mkdir -p " PROFILE_COMPILE_CACHE " && chmod 1777 " PROFILE_COMPILE_CACHE,
 			STDERR_FILENO, &status, NULL) < 0 || status != 0)
 		return;
-	_cleanup_free_ char *cmd = xstrdup("command -v timeout >/dev/null && NODE_COMPILE_CACHE=" PROFILE_COMPILE_CACHE " timeout 60");
+	_cleanup_free_ char *cmd = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&cmd, &len);
+	if (!f)
+		abort();
+	fputs("command -v timeout >/dev/null && NODE_COMPILE_CACHE=" PROFILE_COMPILE_CACHE " timeout 60", f);
 	for (char **a = b->p->launch_command; *a; a++) {
 		_cleanup_free_ char *q = sh_quote(*a);
-		char *t = xasprintf("%s %s", cmd, q);
-		free(cmd);
-		cmd = t;
+		fprintf(f, " %s", q);
 	}
-	char *t = xasprintf("%s --version </dev/null >/dev/null 2>&1; true", cmd);
-	free(cmd);
-	cmd = t;
+	fputs(" --version </dev/null >/dev/null 2>&1; true", f);
+	if (fclose(f) != 0)
+		abort();
 	/* node keys its cache directory by uid: filled for the agent and for root sessions */
 	(void)run_as(box->h.ctl_fd, env, "agent", cmd, STDERR_FILENO, &status, NULL);
 	(void)run_as(box->h.ctl_fd, env, "root", cmd, STDERR_FILENO, &status, NULL);
@@ -420,42 +418,14 @@ static void forget_older(struct img_store *s, const char *profile, const char *k
 {
 	struct img_record **v;
 	size_t n;
-	_cleanup_free_ char *prefix = xasprintf(PROFILE_IMAGE_PREFIX "%s:", profile);
 	if (img_record_list(s, &v, &n, NULL) < 0)
 		return;
-	for (size_t i = 0; i < n; i++)
-		if (startswith(v[i]->name, prefix) && !streq(v[i]->name, keep))
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *of = cli_profile_of_image(v[i]->name);
+		if (of && streq(of, profile) && !streq(v[i]->name, keep))
 			(void)img_record_remove(s, v[i]->name, NULL);
-	img_record_list_free(v, n);
-}
-
-static int derive(struct build *b, const char *name, const char *key, const char *layer, uint64_t size,
-		  struct img_record **ret, pd_err *err);
-
-static int build(struct build *b, const char *name, const char *key, struct img_record **ret, pd_err *err)
-{
-	fprintf(stderr, "paddock: building the %s image on %s\n", b->p->name, b->base->name);
-	fprintf(stderr, "paddock: the build reaches only:");
-	for (char **h = b->rules; h && *h; h++)
-		fprintf(stderr, " %s", *h);
-	fprintf(stderr, "%s\n", b->rules && *b->rules ? "" : " (nothing)");
-	int r = make_build_dir(b, err);
-	if (r == 0)
-		r = build_box(b, err);
-	char layer[OCI_DIGEST_LEN + 1];
-	uint64_t size = 0;
-	if (r == 0)
-		r = capture_layer(b, layer, &size, err);
-	if (r < 0) {
-		remove_build_dir(b->nsfd, b->dir);
-		return pd_err_prefix(err, "cannot build the %s image", b->p->name);
 	}
-	r = derive(b, name, key, layer, size, ret, err);
-	/* only now: ext4 hands out inodes slowly right after tens of thousands were freed (its
-	 * allocator skips recently deleted ones, scanning), and unpacking the image creates as
-	 * many as the build directory holds — removed first, that took 25 s instead of 2 */
-	remove_build_dir(b->nsfd, b->dir);
-	return r;
+	img_record_list_free(v, n);
 }
 
 static int derive(struct build *b, const char *name, const char *key, const char *layer, uint64_t size,
@@ -485,12 +455,39 @@ static int derive(struct build *b, const char *name, const char *key, const char
 	return 0;
 }
 
+static int build(struct build *b, const char *name, const char *key, struct img_record **ret, pd_err *err)
+{
+	fprintf(stderr, "paddock: building the %s image on %s\n", b->p->name, b->base->name);
+	fprintf(stderr, "paddock: the build reaches only:");
+	for (char **h = b->rules; h && *h; h++)
+		fprintf(stderr, " %s", *h);
+	fprintf(stderr, "%s\n", b->rules && *b->rules ? "" : " (nothing)");
+	int r = make_build_dir(b, err);
+	if (r == 0)
+		r = build_box(b, err);
+	char layer[OCI_DIGEST_LEN + 1];
+	uint64_t size = 0;
+	if (r == 0)
+		r = capture_layer(b, layer, &size, err);
+	if (r < 0) {
+		remove_build_dir(b->nsfd, b->dir);
+		return pd_err_prefix(err, "cannot build the %s image", b->p->name);
+	}
+	r = derive(b, name, key, layer, size, ret, err);
+	/* only now: ext4 hands out inodes slowly right after tens of thousands were freed (its
+	 * allocator skips recently deleted ones, scanning), and unpacking the image creates as
+	 * many as the build directory holds — removed first, that took 25 s instead of 2 */
+	remove_build_dir(b->nsfd, b->dir);
+	return r;
+}
+
 /* A base image: stored, else built (Debian bases) or pulled. */
 static int base_image(struct img_store *s, const char *ref, struct img_record **ret, pd_err *err)
 {
-	int r = img_record_find(s, ref, ret, NULL);
+	int r = img_record_find(s, ref, ret, err);
 	if (r != -ENOENT)
-		return r < 0 ? img_record_find(s, ref, ret, err) : 0;
+		return r;
+	*err = (pd_err){0}; /* not stored: made or fetched now */
 	const char *suite, *variant;
 	if (img_base_lookup(ref, &suite, &variant))
 		return img_base_build(s, ref, stderr, ret, err);

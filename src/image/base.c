@@ -176,8 +176,8 @@ char **img_apt_hosts_parse(const char *text, size_t len, char **hosts)
 					 (n == 5 && !strncasecmp(w, "URIs:", 5));
 			else if (source) {
 				char *h = url_host(w, n);
-				if (h && !strv_contains(hosts, h))
-					hosts = strv_append(hosts, h);
+				if (h)
+					hosts = strv_append_unique(hosts, h);
 				free(h);
 			}
 			first = false;

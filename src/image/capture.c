@@ -1,7 +1,6 @@
 /* capture.c — an overlayfs upper directory as an OCI layer (capture.h). */
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -9,6 +8,7 @@
 #include <sys/xattr.h>
 
 #include "image/capture.h"
+#include "util/fdio.h"
 
 #define OVL_XATTR "user.overlay."
 #define XATTR_LIST_MAX_BYTES (64 * 1024)
@@ -236,31 +236,13 @@ static int walk(struct capture *c, int dirfd, const char *rel, unsigned depth)
 {
 	if (depth > CAPTURE_DEPTH_MAX)
 		return pd_error_msg(c->err, ELOOP, "the build layer nests deeper than %d at %s", CAPTURE_DEPTH_MAX, rel);
-	int dup = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
-	if (!d) {
-		if (dup >= 0)
-			close(dup);
-		return pd_error(c->err, errno, "cannot read the directory %s", *rel ? rel : "/");
-	}
-	rewinddir(d); /* the duplicate shares the caller's offset */
 	_cleanup_strv_ char **names = NULL;
-	size_t n = 0;
-	struct dirent *de;
-	errno = 0;
-	while ((de = readdir(d))) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		names = strv_append(names, de->d_name);
-		n++;
-	}
-	int e = errno;
-	closedir(d);
-	if (e)
-		return pd_error(c->err, e, "cannot read the directory %s", *rel ? rel : "/");
+	int e = dir_list_names(dirfd, &names);
+	if (e < 0)
+		return pd_error(c->err, -e, "cannot read the directory %s", *rel ? rel : "/");
+	size_t n = strv_len(names);
 	/* sorted: the same tree always gives the same bytes (and digest) */
-	if (n)
-		qsort(names, n, sizeof(*names), cmp_names);
+	qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		int r = one_entry(c, dirfd, rel, names[i], depth);
 		if (r < 0)
@@ -294,34 +276,23 @@ static bool utf8_valid(const unsigned char *s)
  * header on every entry. Errors answer "no" (the walk proper reports them). */
 static bool tree_utf8(int dirfd, unsigned depth)
 {
-	int dup = depth <= CAPTURE_DEPTH_MAX ? fcntl(dirfd, F_DUPFD_CLOEXEC, 3) : -1;
-	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
-	if (!d) {
-		if (dup >= 0)
-			close(dup);
+	_cleanup_strv_ char **names = NULL;
+	if (depth > CAPTURE_DEPTH_MAX || dir_list_names(dirfd, &names) < 0)
 		return false;
-	}
-	rewinddir(d);
 	bool ok = true;
-	for (struct dirent *de; ok && (de = readdir(d));) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		ok = utf8_valid((const unsigned char *)de->d_name);
-		if (ok && de->d_type == DT_LNK) {
+	for (char **name = names; ok && *name; name++) {
+		struct stat st;
+		ok = utf8_valid((const unsigned char *)*name) && fstatat(dirfd, *name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (ok && S_ISLNK(st.st_mode)) {
 			char t[PATH_MAX];
-			ssize_t n = readlinkat(dirfd, de->d_name, t, sizeof(t) - 1);
+			ssize_t n = readlinkat(dirfd, *name, t, sizeof(t) - 1);
 			t[n > 0 ? n : 0] = '\0';
 			ok = n >= 0 && utf8_valid((const unsigned char *)t);
-		} else if (ok && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
-			int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0) {
-				ok = tree_utf8(sub, depth + 1);
-				close(sub);
-			} else
-				ok = de->d_type != DT_UNKNOWN ? false : true;
+		} else if (ok && S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int sub = openat(dirfd, *name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			ok = sub >= 0 && tree_utf8(sub, depth + 1);
 		}
 	}
-	closedir(d);
 	return ok;
 }
 

@@ -37,22 +37,14 @@ static int read_json(struct img_store *s, const char *digest, size_t max, const 
 	return r;
 }
 
-static cJSON *object_member(cJSON *o, const char *key)
+/* o[key] as an object (array: an array), replacing a member of another type. */
+static cJSON *member(cJSON *o, const char *key, bool array)
 {
 	cJSON *m = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (cJSON_IsObject(m))
+	if (array ? cJSON_IsArray(m) : cJSON_IsObject(m))
 		return m;
 	cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-	return cJSON_AddObjectToObject(o, key);
-}
-
-static cJSON *array_member(cJSON *o, const char *key)
-{
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (cJSON_IsArray(m))
-		return m;
-	cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-	return cJSON_AddArrayToObject(o, key);
+	return array ? cJSON_AddArrayToObject(o, key) : cJSON_AddObjectToObject(o, key);
 }
 
 static void iso_time(char buf[32])
@@ -69,11 +61,11 @@ static char *derived_config(cJSON *cfg, const char *layer, const struct img_deri
 	iso_time(now);
 	cJSON_DeleteItemFromObjectCaseSensitive(cfg, "created");
 	cJSON_AddStringToObject(cfg, "created", now);
-	cJSON *rootfs = object_member(cfg, "rootfs");
+	cJSON *rootfs = member(cfg, "rootfs", false);
 	cJSON_DeleteItemFromObjectCaseSensitive(rootfs, "type");
 	cJSON_AddStringToObject(rootfs, "type", "layers");
-	cJSON_AddItemToArray(array_member(rootfs, "diff_ids"), cJSON_CreateString(layer));
-	cJSON *env = array_member(object_member(cfg, "config"), "Env");
+	cJSON_AddItemToArray(member(rootfs, "diff_ids", true), cJSON_CreateString(layer));
+	cJSON *env = member(member(cfg, "config", false), "Env", true);
 	for (char **e = o->env; e && *e; e++) {
 		size_t k = strcspn(*e, "=") + 1;
 		for (int i = cJSON_GetArraySize(env) - 1; i >= 0; i--) {
@@ -83,7 +75,7 @@ static char *derived_config(cJSON *cfg, const char *layer, const struct img_deri
 		}
 		cJSON_AddItemToArray(env, cJSON_CreateString(*e));
 	}
-	cJSON *labels = object_member(object_member(cfg, "config"), "Labels");
+	cJSON *labels = member(member(cfg, "config", false), "Labels", false);
 	for (char **l = o->labels; l && *l; l++) {
 		const char *eq = strchr(*l, '=');
 		if (!eq)
@@ -95,7 +87,7 @@ static char *derived_config(cJSON *cfg, const char *layer, const struct img_deri
 	cJSON *h = cJSON_CreateObject();
 	cJSON_AddStringToObject(h, "created", now);
 	cJSON_AddStringToObject(h, "created_by", o->created_by ? o->created_by : "paddock");
-	cJSON_AddItemToArray(array_member(cfg, "history"), h);
+	cJSON_AddItemToArray(member(cfg, "history", true), h);
 	return print(cfg);
 }
 

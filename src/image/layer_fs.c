@@ -4,6 +4,7 @@
 #include <fcntl.h>
 
 #include "image/layer_int.h"
+#include "util/fdio.h"
 #include "workspace/ws_io.h"
 
 /* Creates the missing components of path one by one, each from its parent's fd. */
@@ -42,29 +43,6 @@ int layer_open_dir(int rootfd, const char *path, bool create, int *ret_fd)
 }
 
 /* The names in a directory (without "." and ".."). */
-static int list_names(int fd, char ***ret)
-{
-	int dfd = dup(fd);
-	if (dfd < 0)
-		return -errno;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return -errno;
-	}
-	_cleanup_closedir_ DIR *dir = d;
-	rewinddir(dir);
-	_cleanup_strv_ char **names = xcalloc(1, sizeof(char *));
-	struct dirent *de;
-	while ((errno = 0, de = readdir(dir)))
-		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-			names = strv_append(names, de->d_name);
-	if (errno)
-		return -errno;
-	*ret = TAKE_PTR(names);
-	return 0;
-}
-
 int layer_remove_tree(int dirfd, const char *name, unsigned depth)
 {
 	if (depth > LAYER_REMOVE_DEPTH_MAX)
@@ -82,7 +60,7 @@ int layer_remove_tree(int dirfd, const char *name, unsigned depth)
 	/* it goes away anyway; as an ordinary user we may need the write bit to empty it */
 	(void)fchmod(fd, 0700);
 	_cleanup_strv_ char **names = NULL;
-	int r = list_names(fd, &names);
+	int r = dir_list_names(fd, &names);
 	for (size_t i = 0; r == 0 && names[i]; i++)
 		r = layer_remove_tree(fd, names[i], depth + 1);
 	if (r < 0)
@@ -125,7 +103,7 @@ int layer_clear_opaque(int dirfd, const char *dirpath, const struct layer_pathse
 	if (depth > LAYER_REMOVE_DEPTH_MAX)
 		return -ELOOP;
 	_cleanup_strv_ char **names = NULL;
-	int r = list_names(dirfd, &names);
+	int r = dir_list_names(dirfd, &names);
 	for (size_t i = 0; r == 0 && names[i]; i++) {
 		_cleanup_free_ char *path = child_path(dirpath, names[i]);
 		if (layer_pathset_has(keep, path))

@@ -1,10 +1,10 @@
 /* tree_clone.c — a tree sharing another's files by hard link (tree_clone.h). */
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "image/tree_clone.h"
+#include "util/fdio.h"
 
 #define XATTR_LIST_BYTES (64 * 1024)
 #define XATTR_VALUE_BYTES (64 * 1024)
@@ -73,25 +73,12 @@ static int clone_dir(struct clone *c, int src, int dst, const char *name, unsign
 {
 	if (depth > TREE_CLONE_DEPTH_MAX)
 		return pd_error_msg(c->err, ELOOP, "%s nests deeper than %d", name, TREE_CLONE_DEPTH_MAX);
-	int dup = fcntl(src, F_DUPFD_CLOEXEC, 3);
-	DIR *dir = dup >= 0 ? fdopendir(dup) : NULL;
-	if (!dir) {
-		if (dup >= 0)
-			close(dup);
-		return pd_error(c->err, errno, "cannot read %s", name);
-	}
-	rewinddir(dir); /* the duplicate shares src's offset */
-	int r = 0;
-	errno = 0;
-	for (struct dirent *de; r == 0 && (de = readdir(dir));) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		r = clone_entry(c, src, dst, de->d_name, depth);
-		errno = 0;
-	}
-	if (r == 0 && errno)
-		r = pd_error(c->err, errno, "cannot read %s", name);
-	closedir(dir);
+	_cleanup_strv_ char **names = NULL;
+	int r = dir_list_names(src, &names);
+	if (r < 0)
+		return pd_error(c->err, -r, "cannot read %s", name);
+	for (char **n = names; r == 0 && *n; n++)
+		r = clone_entry(c, src, dst, *n, depth);
 	return r;
 }
 

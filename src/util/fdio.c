@@ -149,6 +149,30 @@ int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
+int dir_list_names(int fd, char ***ret)
+{
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dfd < 0)
+		return -errno;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		int e = -errno;
+		close(dfd);
+		return e;
+	}
+	_cleanup_closedir_ DIR *dir = d;
+	rewinddir(dir); /* the duplicate shares fd's offset */
+	_cleanup_strv_ char **names = xcalloc(1, sizeof(char *));
+	struct dirent *de;
+	while ((errno = 0, de = readdir(dir)))
+		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+			names = strv_append(names, de->d_name);
+	if (errno)
+		return -errno;
+	*ret = TAKE_PTR(names);
+	return 0;
+}
+
 static int rm_rf_at(int parent, const char *name, dev_t dev, int depth)
 {
 	if (depth > 4096)
@@ -160,22 +184,13 @@ static int rm_rf_at(int parent, const char *name, dev_t dev, int depth)
 		return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 	if (st.st_dev != dev)
 		return -EXDEV; /* never cross into a mount point */
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	_cleanup_closedir_ _unused_ DIR *dd = d;
-	int r = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		int q = rm_rf_at(dirfd(d), de->d_name, dev, depth + 1);
+	_cleanup_strv_ char **names = NULL;
+	int r = dir_list_names(fd, &names);
+	for (char **n = names; n && *n; n++) {
+		int q = rm_rf_at(fd, *n, dev, depth + 1);
 		if (q < 0 && r == 0)
 			r = q;
 	}

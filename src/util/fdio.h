@@ -35,3 +35,6 @@ int write_file_str(const char *path, const char *s);
 int mkdir_p(const char *path, mode_t mode);
 /* Removes a directory tree without following symlinks and without crossing mount points. */
 int rm_rf(const char *path);
+/* The names in directory fd (not "." and ".."), in directory order, as a strv (never NULL on
+ * success); fd itself is left as it was (read through a duplicate from the start). */
+int dir_list_names(int fd, char ***ret);

@@ -81,6 +81,11 @@ bool strv_contains(char *const *v, const char *s)
 	return false;
 }
 
+char **strv_append_unique(char **v, const char *s)
+{
+	return strv_contains(v, s) ? v : strv_append(v, s);
+}
+
 int64_t mono_ms(void)
 {
 	struct timespec ts;

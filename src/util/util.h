@@ -60,6 +60,8 @@ size_t strv_len(char *const *v);
 char **strv_append(char **v, const char *s); /* returns the new vector */
 char **strv_copy(char *const *v);
 bool strv_contains(char *const *v, const char *s);
+/* strv_append unless v already holds s. */
+char **strv_append_unique(char **v, const char *s);
 
 /* CLOCK_MONOTONIC in milliseconds (deadlines, timeouts, progress) */
 int64_t mono_ms(void);

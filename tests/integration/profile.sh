@@ -18,6 +18,11 @@ mk_base() {
 	pd image import --name local/bb:1 "$PADDOCK_HOME/bb" >/dev/null 2>&1
 }
 
+# building runs the install commands as the box's root: callers without uid 0 inside boxes skip
+need_root_inside() {
+	pd_root_available || { echo "skip: building needs uid 0 inside the box (no /etc/subuid range for $(id -un))"; exit 77; }
+}
+
 # profile NAME JSON: a user profile file
 profile() {
 	export XDG_CONFIG_HOME=$PADDOCK_HOME/config
@@ -26,7 +31,7 @@ profile() {
 }
 
 t_profile_builds_reuses_reconnects_and_updates() {
-	pd_root_available || { echo "skip: building needs uid 0 inside the box (no /etc/subuid range for $(id -un))"; exit 77; }
+	need_root_inside
 	mk_base
 	export HOME=$PADDOCK_HOME/home
 	mkdir -p "$HOME/shared"
@@ -130,7 +135,7 @@ EOF
 # Install commands run as a root with Docker's default capabilities (confined to the box's
 # user namespace): package managers chown and chmod. Boxes made from the image get none.
 t_profile_build_root_has_capabilities_runs_have_none() {
-	pd_root_available || { echo "skip: building needs uid 0 inside the box (no /etc/subuid range for $(id -un))"; exit 77; }
+	need_root_inside
 	mk_base
 	profile capt '{"displayName": "C", "baseImage": "local/bb:1",
   "installCommands": ["/bin/busybox grep CapEff /proc/self/status; /bin/busybox touch /opt/owned && /bin/busybox chown 42:42 /opt/owned"],
@@ -147,7 +152,7 @@ t_profile_build_root_has_capabilities_runs_have_none() {
 }
 
 t_profile_failing_install_leaves_nothing() {
-	pd_root_available || { echo "skip: building needs uid 0 inside the box (no /etc/subuid range for $(id -un))"; exit 77; }
+	need_root_inside
 	mk_base
 	profile broken '{"displayName": "B", "baseImage": "local/bb:1",
   "installCommands": ["echo partial > /opt-file; echo visible-install-output; exit 7"],
