@@ -173,7 +173,7 @@ vm_setup() {
 # and the run stays inside CI's 90 min.
 PD_VM_FILES="tests/integration/vm.sh tests/escape/fs.sh tests/escape/proc.sh tests/escape/syscalls.sh
 	tests/escape/resources.sh tests/escape/tty.sh tests/escape/workspace.sh tests/escape/net-local.sh
-	tests/escape/net-egress.sh tests/integration/net.sh tests/integration/run.sh
+	tests/escape/net-egress.sh tests/escape/build.sh tests/integration/net.sh tests/integration/run.sh
 	tests/integration/lifecycle.sh tests/integration/workspace.sh"
 # as the ordinary user: QEMU, the shared cache and TCG (no /dev/kvm) are all it needs
 PD_VM_USER_FILES="tests/integration/vm.sh tests/escape/net-local.sh tests/integration/run.sh"

@@ -76,7 +76,9 @@ static mode_t entry_mode(struct applier *ap, struct archive_entry *e, bool dir)
 }
 
 /* Only user.* extended attributes: security.capability would grant privileges, trusted.* and
- * security.* are the host's business. A filesystem without user xattrs skips them too. */
+ * security.* are the host's business; user.overlay.* steer overlayfs, and a tree is the lower
+ * layer of rootless overlay mounts (userxattr), so an image must not mark its directories
+ * opaque or redirect them. A filesystem without user xattrs skips them too. */
 static void apply_xattrs(struct applier *ap, int fd, struct archive_entry *e)
 {
 	const char *name;
@@ -84,7 +86,7 @@ static void apply_xattrs(struct applier *ap, int fd, struct archive_entry *e)
 	size_t size, n = 0;
 	archive_entry_xattr_reset(e);
 	while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
-		bool ok = startswith(name, "user.") && size <= LAYER_XATTR_VALUE_MAX &&
+		bool ok = startswith(name, "user.") && !startswith(name, "user.overlay.") && size <= LAYER_XATTR_VALUE_MAX &&
 			  ++n <= XATTRS_PER_ENTRY_MAX && strlen(name) <= 255;
 		if (!ok || fsetxattr(fd, name, value, size, 0) < 0)
 			ap->st.xattrs_skipped++;

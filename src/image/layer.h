@@ -20,8 +20,8 @@
  * Privilege: ownership, setuid/setgid bits and device nodes only when opts.privileged
  * (default: running as root). Otherwise owners are ignored, setuid/setgid are stripped,
  * char/block devices are skipped (counted) and directories keep u+rwx so later layers can
- * still be applied. Extended attributes: only "user.*" is applied (security.capability,
- * trusted.*, security.selinux are skipped and counted). The root directory's own entry is
+ * still be applied. Extended attributes: only "user.*" but "user.overlay.*" is applied
+ * (security.capability, trusted.*, security.selinux, overlayfs's own are skipped and counted). The root directory's own entry is
  * ignored. Limits: total bytes, entry count, depth, and PATH_MAX / NAME_MAX. */
 #pragma once
 

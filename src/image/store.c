@@ -52,6 +52,17 @@ int img_store_open(const char *home, enum img_lock lock, struct img_store **ret,
 	s->dirfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (s->dirfd < 0)
 		return pd_error(err, errno, "cannot open %s", s->dir);
+	/* The trees keep an image's set-user-ID files when host root unpacks them (as docker's
+	 * /var/lib/docker does), so the store is its owner's only, also when the directory was
+	 * made by someone else's mkdir: no other host user may reach a tree to exec one. */
+	struct stat st;
+	if (fstat(s->dirfd, &st) < 0)
+		return pd_error(err, errno, "cannot inspect %s", s->dir);
+	if ((st.st_mode & 077) && st.st_uid == geteuid() && fchmod(s->dirfd, 0700) < 0)
+		return pd_error(err, errno, "cannot make %s private", s->dir);
+	if (st.st_mode & 077 && st.st_uid != geteuid())
+		return pd_error_msg(err, EPERM, "%s belongs to uid %u and is open to others; refusing it", s->dir,
+				    (unsigned)st.st_uid);
 	for (size_t i = 0; i < ARRAY_SIZE(store_dirs); i++)
 		if (mkdirat(s->dirfd, store_dirs[i], 0700) < 0 && errno != EEXIST)
 			return pd_error(err, errno, "cannot create %s/%s", s->dir, store_dirs[i]);

@@ -279,6 +279,25 @@ static void test_apt_hosts(void **state)
 	assert_int_equal(strv_len(h), 5);
 }
 
+/* The store is its owner's only, whoever made its directory and however open they left it:
+ * host root's trees keep set-user-ID files. */
+static void test_store_private(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *home = tmp_home();
+	_cleanup_free_ char *dir = xasprintf("%s/images", home);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(chmod(dir, 0777), 0);
+	struct img_store *s = NULL;
+	pd_err err = {0};
+	assert_int_equal(img_store_open(home, IMG_LOCK_SHARED, &s, &err), 0);
+	struct stat st;
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	img_store_close(s);
+	rm_rf(home);
+}
+
 static void test_vmdisk_size(void **state)
 {
 	assert_int_equal(img_vmdisk_size(0), 2ULL << 30);
@@ -366,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_base_url),
 		cmocka_unit_test(test_default_name),
 		cmocka_unit_test(test_apt_hosts),
+		cmocka_unit_test(test_store_private),
 		cmocka_unit_test(test_vmdisk_size),
 		cmocka_unit_test(test_tree_clone),
 	};
