@@ -101,5 +101,9 @@ int cli_copy_in(const char *hostpath, const char *name, const char *path, pd_err
 /* Starts the box at dir unless it runs (under its lock); *ret_started says which. */
 int cli_start_box(const char *dir, bool *ret_started, pd_err *err);
 
+/* $PADDOCK_HOME/journal, the apply journal (ws_apply_opts.journal_dir); NULL when there is
+ * no home (every apply then walks its whole tree for leftover temp files). */
+char *cli_apply_journal(void);
+
 /* Opens the store and the box directory of NAME (which must exist). */
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err);

@@ -114,6 +114,8 @@ int cmd_apply(int argc, char **argv)
 	struct ws_progress bar;
 	ws_progress_start(&bar, "applying", 0, false);
 	a.o.progress = on_progress, a.o.progress_ud = &bar;
+	_cleanup_free_ char *journal = cli_apply_journal();
+	a.o.journal_dir = journal;
 	if (r == 0)
 		r = ws_apply(s.project, &s.base, &s.box, s.staging_fd, &a.o, &rep, &err);
 	ws_progress_end(&bar);

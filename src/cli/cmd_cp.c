@@ -74,7 +74,8 @@ static int copy_out(const char *name, const char *path, const char *hostdir, boo
 	waitpid(pid, &st, 0);
 	if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		r = pd_error_msg(err, EIO, "cannot read %s in sandbox '%s'", path, name);
-	struct ws_apply_opts ao = {.force = force};
+	_cleanup_free_ char *journal = cli_apply_journal();
+	struct ws_apply_opts ao = {.force = force, .journal_dir = journal};
 	struct ws_apply_report rep = {0};
 	/* an empty base: everything is new, and any file already at HOSTDIR is a conflict */
 	if (r == 0)

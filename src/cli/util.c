@@ -146,6 +146,12 @@ char *cli_random_name(const char *prefix)
 	return xasprintf("%s-%02x%02x%02x", prefix, b[0], b[1], b[2]);
 }
 
+char *cli_apply_journal(void)
+{
+	_cleanup_free_ char *home = NULL;
+	return store_home(&home, NULL) < 0 ? NULL : xasprintf("%s/journal", home);
+}
+
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err)
 {
 	if (!box_name_valid(name))

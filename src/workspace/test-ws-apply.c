@@ -467,10 +467,13 @@ static void test_apply_crash_rerun(void **state)
 	box_changes(f);
 	sh("for i in $(seq 0 39); do echo changed $i > '%s/many/f'$(printf %%02d $i); done", f->boxdir);
 	copy_out(f);
+	_cleanup_free_ char *journal = xasprintf("%s/journal", f->dir);
+	_cleanup_free_ char *marked = xasprintf("ls '%s' 2>/dev/null | grep -q '^apply-'", journal);
+	int killed = 0;
 	for (kill_at = 1; kill_at < 200; kill_at += 9) {
 		pid_t pid = fork();
 		if (pid == 0) {
-			struct ws_apply_opts o = {.hook = kill_hook, .no_sync = true};
+			struct ws_apply_opts o = {.hook = kill_hook, .no_sync = true, .journal_dir = journal};
 			struct ws_apply_report rep;
 			hook_calls = 0;
 			ws_apply(f->host, &f->base, &f->box, f->staging_fd, &o, &rep, NULL);
@@ -479,13 +482,42 @@ static void test_apply_crash_rerun(void **state)
 		int status;
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		assert_old_or_new(f);
+		/* an interrupted apply leaves its mark (the next one walks the tree for its temp
+		 * files); a finished one does not */
+		assert_int_equal(system(marked) == 0, WIFSIGNALED(status));
+		killed += WIFSIGNALED(status);
 	}
-	struct ws_apply_opts o = {0};
+	assert_true(killed > 0);
+	struct ws_apply_opts o = {.journal_dir = journal};
 	assert_int_equal(apply(f, &o), 0);
 	assert_int_equal(f->rep.count[WS_CONFLICT] + f->rep.count[WS_FAILED], 0);
 	assert_host_is_box(f);
 	_cleanup_free_ char *find = xasprintf("find '%s' -name '" WS_TMP_PREFIX "*' | grep -q .", f->host);
 	assert_int_not_equal(system(find), 0); /* no temp file left anywhere */
+	assert_int_not_equal(system(marked), 0); /* and no mark */
+}
+
+/* With a journal and no mark (no apply of this tree was interrupted) the tree is not walked:
+ * a temp-named file of someone else's is left alone; without a journal every apply walks. */
+static void test_apply_journal_skips_walk(void **state)
+{
+	struct fx *f = *state;
+	copy_in(f);
+	box_changes(f);
+	copy_out(f);
+	tl_write(f->host, "deep/er/" WS_TMP_PREFIX "0123456789abcdef", "x\n", 0600);
+	_cleanup_free_ char *journal = xasprintf("%s/journal", f->dir);
+	struct ws_apply_opts o = {.journal_dir = journal};
+	assert_int_equal(apply(f, &o), 0);
+	assert_int_equal(f->rep.temps_removed, 0);
+	_cleanup_free_ char *tmp = xasprintf("%s/deep/er/" WS_TMP_PREFIX "0123456789abcdef", f->host);
+	assert_int_equal(access(tmp, F_OK), 0);
+	_cleanup_free_ char *empty = xasprintf("test -z \"$(ls -A '%s')\"", journal);
+	assert_int_equal(system(empty), 0);
+	struct ws_apply_opts walk = {0};
+	assert_int_equal(apply(f, &walk), 0);
+	assert_int_equal(f->rep.temps_removed, 1);
+	assert_int_not_equal(access(tmp, F_OK), 0);
 }
 
 static void test_resolver_mode(void **state)
@@ -511,6 +543,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_resolver_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_normal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_journal_skips_walk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_mode_change_hardlinked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_dry_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_idempotent, setup, teardown),

@@ -13,6 +13,7 @@
 
 #include "ws_apply.h"
 #include "ws_host.h"
+#include "util/fdio.h"
 
 struct apply {
 	int rootfd;
@@ -518,6 +519,37 @@ static void run(struct apply *a, struct ws_apply_report *rep)
 	strv_free(a->sync_dirs);
 }
 
+/* The apply journal. Temp files land in the user's tree, and only a crash leaves them there;
+ * walking a whole project (or a home directory, for `cp`) at every apply to find them costs
+ * a getdents per directory. So an apply first writes a marker named after the host tree's
+ * root (device and inode) into journal_dir, durable before its first temp file exists, and
+ * removes it when it is over: a marker found at the start means an apply of this tree was
+ * interrupted, and only then is the tree walked. A marker that cannot be read or written
+ * fails towards the walk (or the apply), never towards skipping it. */
+static char *journal_path(const char *dir, int rootfd)
+{
+	struct stat st;
+	if (fstat(rootfd, &st) < 0)
+		return NULL;
+	return xasprintf("%s/apply-%llx-%llx", dir, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+}
+
+static int journal_mark(const char *dir, const char *path, bool sync)
+{
+	int r = mkdir_p(dir, 0700);
+	if (r < 0)
+		return r;
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (sync && (fsync(fd) < 0 || fsync(dfd) < 0))
+		return -errno;
+	return 0;
+}
+
 int ws_apply(const char *host_root, const struct ws_manifest *base, const struct ws_manifest *box,
 	     int staging_fd, const struct ws_apply_opts *o, struct ws_apply_report *ret, pd_err *err)
 {
@@ -528,16 +560,27 @@ int ws_apply(const char *host_root, const struct ws_manifest *base, const struct
 		return pd_error(err, errno, "cannot open %s", host_root);
 	struct ws_apply_report rep = {0};
 	o = o ? o : &defaults;
+	_cleanup_free_ char *mark = NULL;
 	if (!o->dry_run) {
-		int r = ws_cleanup_temps(rootfd, err);
+		if (o->journal_dir && !(mark = journal_path(o->journal_dir, rootfd)))
+			return pd_error(err, errno, "cannot inspect %s", host_root);
+		if (!mark || access(mark, F_OK) == 0 || errno != ENOENT) {
+			int r = ws_cleanup_temps(rootfd, err);
+			if (r < 0)
+				return pd_err_prefix(err, "cannot remove the temp files of an earlier apply");
+			rep.temps_removed = (size_t)r;
+		}
+		int r = mark ? journal_mark(o->journal_dir, mark, !o->no_sync) : 0;
 		if (r < 0)
-			return pd_err_prefix(err, "cannot remove the temp files of an earlier apply");
-		rep.temps_removed = (size_t)r;
+			return pd_error(err, r, "cannot write the apply journal %s", mark);
 	}
 	struct apply a = {.rootfd = rootfd, .box = box, .staging_fd = staging_fd, .o = o};
 	ws_diff_compute(base, box, &a.diff);
 	ws_diff_mark_exec(&a.diff, box, staging_fd);
 	run(&a, &rep);
+	/* every temp file is renamed or removed by now (and the renames synced) */
+	if (mark)
+		unlink(mark);
 	ws_diff_free(&a.diff);
 	*ret = rep;
 	return 0;

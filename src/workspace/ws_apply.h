@@ -10,7 +10,8 @@
  *    force); one that already matches the box's version is "already applied" (re-runs finish
  *    an interrupted apply);
  *  - files are replaced atomically (temp + fsync + renameat + directory fsync); leftover
- *    temp files (WS_TMP_PREFIX) are removed at the start of the next apply;
+ *    temp files (WS_TMP_PREFIX) are removed at the start of the next apply (with a journal:
+ *    the next apply of a tree whose apply was interrupted);
  *  - host-executing paths are skipped unless listed in allow_exec; no special files, no
  *    setuid/setgid/sticky bits, no symlink whose target leaves the tree. */
 #pragma once
@@ -42,6 +43,10 @@ struct ws_apply_opts {
 	char *const *paths;        /* NULL: everything */
 	char *const *allow_exec;   /* host-executing paths allowed (equal to or beneath) */
 	bool no_sync;              /* tests and fuzzing only: skip fsync */
+	/* the apply journal (a directory of paddock's state): with it, only a host tree whose
+	 * earlier apply was interrupted is walked for leftover temp files; NULL: every apply
+	 * walks the whole tree */
+	const char *journal_dir;
 	/* tests only: called at each phase of each entry (to race or to crash there) */
 	void (*hook)(void *ud, enum ws_apply_phase phase, const char *path, int dirfd);
 	void *hook_ud;
