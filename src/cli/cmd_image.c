@@ -455,15 +455,27 @@ static int image_update(int argc, char **argv)
 	pd_err err = {0};
 	_cleanup_strv_ char **names = NULL;
 	_cleanup_strv_ char **resolve = NULL;
-	/* --resolve NAME=ADDR (as for run): where the build may dial a name */
-	while (argc >= 2 && streq(argv[0], "--resolve")) {
-		if (!strchr(argv[1], '=') || argv[1][0] == '=')
-			return cli_usage("image", "--resolve wants NAME=ADDR, got '%s'", argv[1]);
-		resolve = strv_append(resolve, argv[1]);
-		argc -= 2;
-		argv += 2;
+	/* --resolve NAME=ADDR (as for run): where the build may dial a name; before, between or
+	 * after the profile names */
+	for (int i = 0; i < argc; i++) {
+		const char *v = NULL;
+		if (streq(argv[i], "--resolve")) {
+			if (++i == argc)
+				return cli_usage("image", "--resolve wants NAME=ADDR");
+			v = argv[i];
+		} else if (startswith(argv[i], "--resolve="))
+			v = argv[i] + strlen("--resolve=");
+		else if (argv[i][0] == '-')
+			return cli_usage("image", "unknown option '%s' for image update", argv[i]);
+		else {
+			names = strv_append(names, argv[i]);
+			continue;
+		}
+		if (!strchr(v, '=') || v[0] == '=')
+			return cli_usage("image", "--resolve wants NAME=ADDR, got '%s'", v);
+		resolve = strv_append(resolve, v);
 	}
-	if (argc == 0) {
+	if (!names) {
 		_cleanup_img_store_ struct img_store *s = NULL;
 		if (cli_image_store(IMG_LOCK_NONE, &s, &err) < 0)
 			return cli_fail(&err);
@@ -472,25 +484,34 @@ static int image_update(int argc, char **argv)
 			fprintf(stderr, "paddock: no profile images yet (paddock run PROFILE builds one)\n");
 			return 0;
 		}
-	} else
-		names = strv_copy(argv);
+	}
+	/* every profile loads before anything is built: a typo in the third name must not
+	 * surface after two long builds */
+	size_t n = strv_len(names);
+	_cleanup_free_ struct profile **ps = xcalloc(n + 1, sizeof(*ps));
 	int rc = 0;
-	for (char **n = names; *n; n++) {
-		_cleanup_profile_ struct profile *p = NULL;
+	for (size_t i = 0; i < n; i++) {
 		_cleanup_strv_ char **warn = NULL;
-		_cleanup_img_record_ struct img_record *r = NULL;
-		int q = profile_load(*n, &p, &warn, &err);
+		int q = profile_load(names[i], &ps[i], &warn, &err);
 		for (char **w = warn; w && *w; w++)
 			fprintf(stderr, "paddock: warning: %s\n", *w);
-		if (q == 0)
-			q = cli_profile_image(p, true, resolve, &r, &err);
 		if (q < 0) {
+			pd_err_print(&err);
+			err = (pd_err){0};
+			rc = q == -EINVAL || q == -ENOENT ? EXIT_USAGE : EXIT_FAILURE_PD;
+		}
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		_cleanup_img_record_ struct img_record *r = NULL;
+		if (cli_profile_image(ps[i], true, resolve, &r, &err) < 0) {
 			rc = cli_fail(&err);
 			err = (pd_err){0};
 			continue;
 		}
 		print_added(r);
 	}
+	for (size_t i = 0; i < n; i++)
+		profile_free(ps[i]);
 	return rc;
 }
 

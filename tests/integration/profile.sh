@@ -194,6 +194,16 @@ t_profile_names_and_errors() {
 	assert_ne "$rc" "0"
 	assert_contains "$out" "bad.json:2:"
 	assert_contains "$out" "launchCommand"
+	# image update checks every name (and option) before it builds anything
+	rc=0
+	out=$(pd image update plain no-such-profile 2>&1) || rc=$?
+	assert_eq "$rc" "2"
+	assert_contains "$out" "unknown profile 'no-such-profile'"
+	assert_not_contains "$out" "building"
+	rc=0
+	out=$(pd image update plain --bogus 2>&1) || rc=$?
+	assert_eq "$rc" "2"
+	assert_contains "$out" "unknown option '--bogus'"
 	# an unknown base image: pulling it fails with the reference named
 	profile nobase '{"displayName": "N", "baseImage": "127.0.0.1:1/none:1", "installCommands": ["true"], "launchCommand": ["/bin/sh"]}'
 	rc=0
