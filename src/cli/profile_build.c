@@ -34,6 +34,7 @@
 #include "supervisor/net.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
+#include "util/log.h"
 
 extern char **environ;
 
@@ -473,11 +474,14 @@ static int build(struct build *b, const char *name, const char *key, struct img_
 		remove_build_dir(b->nsfd, b->dir);
 		return pd_err_prefix(err, "cannot build the %s image", b->p->name);
 	}
+	pd_debug("build: layer captured (%llu bytes)", (unsigned long long)size);
 	r = derive(b, name, key, layer, size, ret, err);
+	pd_debug("build: image derived and its tree unpacked");
 	/* only now: ext4 hands out inodes slowly right after tens of thousands were freed (its
 	 * allocator skips recently deleted ones, scanning), and unpacking the image creates as
 	 * many as the build directory holds — removed first, that took 25 s instead of 2 */
 	remove_build_dir(b->nsfd, b->dir);
+	pd_debug("build: build directory removed");
 	return r;
 }
 
