@@ -29,6 +29,8 @@ BENCH_WORK=${BENCH_WORK:-/var/tmp/paddock-bench}
 BENCH_SUITE=${BENCH_SUITE:-$(basename "${BASH_SOURCE[1]:-$0}" .sh)}
 BENCH_SRT=${BENCH_SRT:-$BENCH_DIR/node_modules/.bin/srt}
 mkdir -p "$BENCH_OUT" "$BENCH_WORK"
+# absolute: the scripts change directory (PADDOCK=build/src/cli/paddock from the repo root)
+case ${PADDOCK:-} in ?*/*) PADDOCK=$(realpath "$PADDOCK") ;; esac
 # paddock's state for benchmark boxes stays out of the user's own PADDOCK_HOME
 export PADDOCK_HOME=${BENCH_PADDOCK_HOME:-$BENCH_WORK/paddock-home}
 mkdir -p "$PADDOCK_HOME" && chmod 0711 "$PADDOCK_HOME"
