@@ -41,7 +41,7 @@ t_profile_builds_reuses_reconnects_and_updates() {
   "baseImage": "local/bb:1",
   "installCommands": [
     "/bin/busybox mkdir -p /opt/tp && /bin/busybox printf \"#!/bin/sh\\necho tp-run \\\"\\$@\\\" \\$T_FWD \\$T_SET\\n\" > /opt/tp/run",
-    "/bin/busybox rm /etc/hello2 && echo built > /tmp/scratch"
+    "/bin/busybox rm /etc/hello2 && echo built > /tmp/scratch && /bin/busybox mkdir /app && echo app > /app/marker"
   ],
   "launchCommand": ["/bin/sh", "/opt/tp/run"],
   "environmentVariables": ["T_FWD", "T_SET=fixed", "T_UNSET"],
@@ -69,6 +69,9 @@ t_profile_builds_reuses_reconnects_and_updates() {
 	assert_status 1 pd exec tp-myproj -- /bin/busybox test -e /etc/hello2
 	assert_status 1 pd exec tp-myproj -- /bin/busybox test -e /tmp/scratch
 	assert_eq "$(pd exec tp-myproj -- /bin/busybox cat /etc/hello)" "hello from layer 1"
+	# a new top-level directory: made by the install, and by root in a box of the image
+	assert_eq "$(pd exec tp-myproj -- /bin/busybox cat /app/marker)" "app"
+	pd exec --user root tp-myproj -- /bin/busybox mkdir /srv2
 	# the image carries a compile cache for node agents, writable by every box (its own layer)
 	assert_eq "$(pd exec tp-myproj -- /bin/busybox sh -c 'echo $NODE_COMPILE_CACHE; /bin/busybox stat -c %a $NODE_COMPILE_CACHE')" \
 		"$(printf '/var/cache/paddock/node-compile-cache\n1777')"

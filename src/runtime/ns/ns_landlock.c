@@ -120,6 +120,13 @@ int ns_landlock_apply(const struct ns_plan *p, struct ns_report *rep)
 	for (size_t i = 0; i < p->n_binds && r == 0; i++)
 		if (!p->binds[i].readonly)
 			r = allow(rs, p, p->binds[i].box, false, rep);
+	/* An image's root is the box's own overlay (the stored tree read-only below, every write
+	 * in the box's upper layer), so the list above, made for the host view, only got in the
+	 * way there: an install command's `mkdir /app` failed. Safe: Landlock can only narrow
+	 * access, never widen a mount's, so read-only binds, /proc and /sys stay read-only; and
+	 * nothing of the host is writable beneath / but what the user bound read-write. */
+	if (r == 0 && p->rootfs)
+		r = allow(rs, p, "/", false, rep);
 	if (r == 0 && syscall(SYS_landlock_restrict_self, rs, 0) < 0)
 		r = ns_fail(rep, NS_LAYER_LANDLOCK, errno, "cannot enforce the Landlock ruleset");
 	close(rs);
