@@ -475,7 +475,14 @@ static int build(struct build *b, const char *name, const char *key, struct img_
 		return pd_err_prefix(err, "cannot build the %s image", b->p->name);
 	}
 	pd_debug("build: layer captured (%llu bytes)", (unsigned long long)size);
+	/* as root the tree takes the upper layer's files by hard link (layer.h, link_from): the
+	 * layer's bytes are not written a third time, and removing the build directory below
+	 * frees no file inodes. (An ordinary user's upper is owned by subordinate ids.) */
+	_cleanup_free_ char *upper = xasprintf("%s/upper", b->dir);
+	_cleanup_close_ int upfd = geteuid() == 0 ? open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	img_store_link_layer(b->s, layer, upfd);
 	r = derive(b, name, key, layer, size, ret, err);
+	img_store_link_layer(b->s, NULL, -1);
 	pd_debug("build: image derived and its tree unpacked");
 	/* only now: ext4 hands out inodes slowly right after tens of thousands were freed (its
 	 * allocator skips recently deleted ones, scanning), and unpacking the image creates as

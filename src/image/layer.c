@@ -38,6 +38,7 @@ void layer_options_default(struct layer_options *o)
 		.max_bytes = LAYER_BYTES_MAX_DEFAULT,
 		.max_entries = LAYER_ENTRIES_MAX_DEFAULT,
 		.max_depth = LAYER_DEPTH_MAX_DEFAULT,
+		.link_from = -1,
 	};
 }
 
@@ -170,8 +171,74 @@ static int write_data(struct applier *ap, int fd, struct archive_entry *e)
 	return ftruncate(fd, size) < 0 ? fail_errno(ap, -errno, "cannot size") : 0;
 }
 
+/* Removes every extended attribute of fd's inode; -errno when one stays. */
+static int strip_xattrs(int fd)
+{
+	char list[64 * 1024]; /* XATTR_LIST_MAX */
+	ssize_t n = flistxattr(fd, list, sizeof(list));
+	if (n < 0)
+		return errno == ENOTSUP ? 0 : -errno;
+	for (char *k = list; k < list + n; k += strlen(k) + 1)
+		if (fremovexattr(fd, k) < 0 && errno != ENODATA)
+			return -errno;
+	return 0;
+}
+
+/* link_from (layer.h): 1 when the file is in the tree by a hard link of the source's inode,
+ * its data skipped in the tar and its metadata the entry's; 0 when there is no such file
+ * (the caller writes it); <0 on a failure. */
+static int link_file(struct applier *ap, int dirfd, const char *name, struct archive_entry *e)
+{
+	int64_t size = archive_entry_size(e);
+	const char *slash = strrchr(ap->path, '/');
+	_cleanup_free_ char *sdir = slash ? xstrndup(ap->path, (size_t)(slash - ap->path)) : xstrdup("");
+	_cleanup_close_ int sdirfd = -1, src = -1;
+	/* why safe: the source is resolved beneath link_from without following a symlink (as
+	 * layer entries are), and only a regular file whose size and mtime are the entry's is
+	 * taken: the file the layer was captured from, in a box that is no longer running */
+	if (layer_open_dir(ap->o.link_from, sdir, false, &sdirfd) < 0)
+		return 0;
+	src = openat(sdirfd, slash ? slash + 1 : ap->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	struct timespec mt = entry_mtime(e);
+	/* (a pax-restricted writer keeps whole seconds unless it writes an extended header) */
+	if (src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != size ||
+	    st.st_mtim.tv_sec != mt.tv_sec || (mt.tv_nsec && st.st_mtim.tv_nsec != mt.tv_nsec))
+		return 0;
+	if ((uint64_t)size > ap->o.max_bytes - ap->st.bytes)
+		return fail(ap, EFBIG, "layer larger than %llu bytes", (unsigned long long)ap->o.max_bytes);
+	/* AT_EMPTY_PATH: the inode just checked, not a name that could have been swapped */
+	if (linkat(src, "", dirfd, name, AT_EMPTY_PATH) < 0)
+		return 0;
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat again;
+	/* overlayfs's bookkeeping and any capability the build set go; the entry's own
+	 * attributes come back below, filtered as for a written file */
+	if (fd < 0 || fstat(fd, &again) < 0 || again.st_ino != st.st_ino || strip_xattrs(fd) < 0) {
+		unlinkat(dirfd, name, 0);
+		return 0;
+	}
+	if (archive_read_data_skip(ap->a) != ARCHIVE_OK)
+		return fail(ap, EIO, "%s", archive_error_string(ap->a) ?: "truncated tar");
+	ap->st.bytes += (uint64_t)size;
+	int r = apply_meta_fd(ap, fd, e, false);
+	if (r < 0)
+		return r;
+	struct timespec ts[2] = { mt, mt };
+	if (futimens(fd, ts) < 0)
+		return fail_errno(ap, -errno, "cannot set times");
+	ap->st.files++;
+	ap->st.linked++;
+	return 1;
+}
+
 static int make_file(struct applier *ap, int dirfd, const char *name, struct archive_entry *e)
 {
+	if (ap->o.privileged && ap->o.link_from >= 0) {
+		int l = link_file(ap, dirfd, name, e);
+		if (l != 0)
+			return l < 0 ? l : 0;
+	}
 	/* O_EXCL|O_NOFOLLOW: a name that reappeared (or a symlink planted in a race) is never
 	 * opened; make_room() removed what an earlier layer left here */
 	_cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |

@@ -41,12 +41,19 @@ struct layer_options {
 	/* privileged only: owners land at shift + id (ids 0..65535; others become shift+65534),
 	 * the way a box's user namespace maps them (root's boxes never see host uid 0) */
 	uint32_t uid_shift, gid_shift;
+	/* privileged only, -1 = none: a directory holding this layer's regular files at their
+	 * paths (the profile build's upper layer, the layer was captured from it): a file found
+	 * there with the entry's size and mtime is hard-linked into the tree instead of written,
+	 * every extended attribute of the inode replaced by the entry's (layer_options_default
+	 * sets -1) */
+	int link_from;
 };
 
 struct layer_stats {
 	uint64_t entries, files, dirs, symlinks, hardlinks, others;  /* others: fifos, devices */
 	uint64_t whiteouts, opaque_dirs, bytes;
 	uint64_t devices_skipped, xattrs_skipped, setid_stripped, ignored;  /* sockets, aufs, "." */
+	uint64_t linked;  /* files hard-linked from link_from (counted in files too) */
 };
 
 struct archive;

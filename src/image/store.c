@@ -43,7 +43,7 @@ int img_store_open(const char *home, enum img_lock lock, struct img_store **ret,
 {
 	struct img_store *s = xcalloc(1, sizeof(*s));
 	_cleanup_(img_store_closep) struct img_store *guard = s;
-	s->dirfd = s->lockfd = -1;
+	s->dirfd = s->lockfd = s->link_fd = -1;
 	s->home = xstrdup(home);
 	s->dir = xasprintf("%s/images", home);
 	int r = mkdir_p(s->dir, 0700);
@@ -71,6 +71,12 @@ int img_store_open(const char *home, enum img_lock lock, struct img_store **ret,
 		return r;
 	*ret = TAKE_PTR(guard);
 	return 0;
+}
+
+void img_store_link_layer(struct img_store *s, const char *digest, int fd)
+{
+	s->link_fd = fd;
+	snprintf(s->link_layer, sizeof(s->link_layer), "%s", fd >= 0 && digest ? digest : "");
 }
 
 /* ---- hashing ---- */

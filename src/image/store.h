@@ -24,6 +24,10 @@ struct img_store {
 	/* owners of unpacked files when unpacking as root: shift + the image's id, so trees
 	 * appear inside root's boxes as the image says (layer.h); 0 = as in the image */
 	uint32_t uid_shift, gid_shift;
+	/* img_store_link_layer: while set, unpacking the layer link_layer links its files from
+	 * link_fd (layer_options.link_from); -1 = none */
+	int link_fd;
+	char link_layer[OCI_DIGEST_LEN + 1];
 };
 
 enum img_lock {
@@ -33,6 +37,10 @@ enum img_lock {
 };
 
 int img_store_open(const char *home, enum img_lock lock, struct img_store **ret, pd_err *err);
+/* The next unpack of layer `digest` (a profile build's, as root) hard-links its files from
+ * the directory fd it was captured from instead of writing them again (layer.h, link_from);
+ * fd -1 ends it. The caller keeps fd open meanwhile. */
+void img_store_link_layer(struct img_store *s, const char *digest, int fd);
 void img_store_close(struct img_store *s);
 static inline void img_store_closep(struct img_store **s) { img_store_close(*s); }
 #define _cleanup_img_store_ _cleanup_(img_store_closep)

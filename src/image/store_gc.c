@@ -6,6 +6,7 @@
 #include "image/layer.h"
 #include "image/store.h"
 #include "image/tree_clone.h"
+#include "util/log.h"
 #include "util/fdio.h"
 
 char *img_rootfs_path(struct img_store *s, const char *config_digest)
@@ -112,12 +113,16 @@ static int apply_layers(struct img_store *s, int rootfd, const char *config_dige
 			r = pd_error_msg(err, EBADMSG, "its content is %s, the config says %s", diff_id, cfg->diff_ids[i]);
 		if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
 			r = pd_error(err, errno, "cannot rewind the layer");
+		o.link_from = s->link_fd >= 0 && streq(layers[i], s->link_layer) ? s->link_fd : -1;
 		if (r == 0)
 			r = layer_apply_fd(rootfd, fd, &o, &st, err);
 		if (r < 0)
 			pd_err_prefix(err, "layer %zu (%.19s)", i + 1, layers[i]);
-		else
+		else {
 			bytes += st.bytes;
+			pd_debug("unpack: layer %zu: %llu files (%llu hard-linked from the build)", i + 1,
+				 (unsigned long long)st.files, (unsigned long long)st.linked);
+		}
 	}
 	oci_config_free(cfg);
 	if (r == 0)

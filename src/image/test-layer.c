@@ -559,6 +559,69 @@ static void test_unprivileged_ignores_owners(void **state)
 	assert_int_equal(st.st_uid, geteuid());
 }
 
+static ino_t ino_at(int dirfd, const char *path)
+{
+	struct stat st;
+	assert_int_equal(fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW), 0);
+	return st.st_ino;
+}
+
+static void src_file(int dirfd, const char *path, const char *data, bool entry_mtime)
+{
+	assert_int_equal(write_file_atomic_at(dirfd, path, data, strlen(data), 0644), 0);
+	struct timespec ts[2] = {{1700000000, 0}, {1700000000, 0}};
+	if (entry_mtime)
+		assert_int_equal(utimensat(dirfd, path, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* link_from (privileged: a profile build as root): a source file with the entry's size and
+ * mtime is hard-linked (the tree shares its inode), its extended attributes replaced by the
+ * entry's; anything else is written: another mtime, a name behind a symlink. */
+static void test_link_from(void **state)
+{
+	struct fx *f = *state;
+	if (!f->o.privileged)
+		skip(); /* linking is for root's trees only (an ordinary user's upper is not theirs) */
+	char p[160];
+	snprintf(p, sizeof(p), "%s/src", f->base);
+	assert_int_equal(mkdir(p, 0755), 0);
+	_cleanup_close_ int src = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(src >= 0);
+	assert_int_equal(mkdirat(src, "a", 0755), 0);
+	assert_int_equal(mkdirat(src, "real", 0755), 0);
+	src_file(src, "a/f", "linked", true);
+	src_file(src, "b", "other-mtime", false);
+	src_file(src, "real/g", "behind", true);
+	assert_int_equal(symlinkat("real", src, "s"), 0);
+	_cleanup_close_ int af = openat(src, "a/f", O_RDONLY | O_CLOEXEC);
+	bool xattrs = fsetxattr(af, "user.overlay.origin", "x", 1, 0) == 0;
+	struct tar *t = tar_new();
+	add_dir(t, "a", 0755);
+	struct archive_entry *e = entry("a/f", AE_IFREG, 0640);
+	archive_entry_set_size(e, 6);
+	archive_entry_xattr_add_entry(e, "user.note", "hi", 2);
+	put(t, e, "linked", 6);
+	add_file(t, "b", "other-mtime", 0644);
+	add_dir(t, "s", 0755);
+	add_file(t, "s/g", "behind", 0644);
+	f->o.link_from = src;
+	apply_ok(f, t);
+	assert_int_equal(f->st.linked, 1);
+	assert_int_equal(ino_at(f->rootfd, "a/f"), ino_at(src, "a/f"));
+	assert_int_equal(mode_of(f, "a/f") & 07777, 0640);
+	_cleanup_free_ char *c = content(f, "a/f");
+	assert_string_equal(c, "linked");
+	if (xattrs) {
+		char v[8];
+		assert_true(fgetxattr(af, "user.overlay.origin", v, sizeof(v)) < 0);
+		assert_int_equal(fgetxattr(af, "user.note", v, sizeof(v)), 2);
+	}
+	assert_int_not_equal(ino_at(f->rootfd, "b"), ino_at(src, "b"));
+	assert_int_not_equal(ino_at(f->rootfd, "s/g"), ino_at(src, "real/g"));
+	_cleanup_free_ char *g = content(f, "s/g");
+	assert_string_equal(g, "behind");
+}
+
 static void test_xattrs_user_only(void **state)
 {
 	struct fx *f = *state;
@@ -670,6 +733,7 @@ int main(void)
 		T(test_privileged_owner_shift),
 		T(test_unprivileged_ignores_owners),
 		T(test_xattrs_user_only),
+		T(test_link_from),
 		T(test_compressed),
 		T(test_empty_and_garbage),
 		T(test_limits),

@@ -205,6 +205,11 @@ int archive_read_data_block(struct archive *a0, const void **a1, size_t *a2, la_
 	return PD_LAZY(&lib, archive_read_data_block)(a0, a1, a2, a3);
 }
 
+int archive_read_data_skip(struct archive *a0)
+{
+	return PD_LAZY(&lib, archive_read_data_skip)(a0);
+}
+
 int archive_read_free(struct archive *a0)
 {
 	return PD_LAZY(&lib, archive_read_free)(a0);

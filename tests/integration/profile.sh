@@ -110,8 +110,13 @@ t_profile_builds_reuses_reconnects_and_updates() {
 	local before after
 	before=$(pd image ls --json | python3 -c 'import json,sys; print([i["digest"] for i in json.load(sys.stdin) if "paddock/tp" in i["name"]][0])')
 	sleep 1
-	out=$(pd image update tp 2>&1)
+	out=$(PADDOCK_DEBUG=1 pd image update tp 2>&1)
 	assert_contains "$out" "building the tp image"
+	# as root the tree takes the build's files by hard link instead of writing them again
+	if [ "$(id -u)" = 0 ]; then
+		[[ "$out" =~ \(([1-9][0-9]*)\ hard-linked\ from\ the\ build\) ]] ||
+			fail "the tree did not link the build's files: $(grep 'unpack:' <<<"$out")"
+	fi
 	after=$(pd image ls --json | python3 -c 'import json,sys; print([i["digest"] for i in json.load(sys.stdin) if "paddock/tp" in i["name"]][0])')
 	assert_ne "$after" "$before" "image update made a new image"
 	# the existing box keeps the tree it was made from

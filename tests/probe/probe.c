@@ -775,8 +775,14 @@ static void reopen_after_exec(void)
 static int c_overwrite_exe(int argc, char **argv)
 {
 	char p[64];
+	/* --not-self: our own binary is the box's to rewrite (an image's file, as root in a
+	 * build box's own layer): only PID 1 (paddock-init), the parent and PATHs are tried */
+	bool self = !(argc > 0 && strcmp(argv[0], "--not-self") == 0);
 
-	try_write_exe("/proc/self/exe");
+	if (!self)
+		argc--, argv++;
+	else
+		try_write_exe("/proc/self/exe");
 	try_write_exe("/proc/1/exe");
 	if (getppid() > 1) {
 		snprintf(p, sizeof(p), "/proc/%d/exe", getppid());
@@ -784,7 +790,9 @@ static int c_overwrite_exe(int argc, char **argv)
 	}
 	for (int i = 0; i < argc; i++)
 		try_write_exe(argv[i]);
-	if (g_verdict != ESCAPED && access("/bin/sh", X_OK) == 0)
+	if (!self)
+		info("after-exec route not tried (--not-self)");
+	else if (g_verdict != ESCAPED && access("/bin/sh", X_OK) == 0)
 		reopen_after_exec();
 	else
 		info("after-exec route not tried (%s)", g_verdict == ESCAPED ? "already escaped" : "no /bin/sh");
@@ -2277,7 +2285,7 @@ static const struct check checks[] = {
 	{ "proc-ppid", c_proc_ppid, "TOKEN [HOSTPATH FILETOKEN]", "host env/files via the parent chain in /proc" },
 	{ "env-leak", c_env_leak, "TOKEN", "a host env var value in the box's environment" },
 	{ "leaked-fds", c_leaked_fds, "", "fds 3..4096 open in the box; climb leaked dir fds" },
-	{ "overwrite-exe", c_overwrite_exe, "[PATH...]", "write /proc/self/exe, /proc/1/exe (CVE-2019-5736)" },
+	{ "overwrite-exe", c_overwrite_exe, "[--not-self] [PATH...]", "write /proc/self/exe, /proc/1/exe (CVE-2019-5736)" },
 	{ "mount", c_mount, "[DIR]", "mount tmpfs, bind /, remount / rw, umount, fsopen, open_tree" },
 	{ "pivot-root", c_pivot_root, "", "pivot_root(\".\", \".\")" },
 	{ "chroot", c_chroot, "[DIR]", "chroot (needs CAP_SYS_CHROOT)" },
