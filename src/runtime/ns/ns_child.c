@@ -8,7 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <grp.h>
+#include <sys/syscall.h>
 
 #include "runtime/ns/ns_cgroup.h"
 #include "runtime/ns/ns_confine.h"
@@ -46,9 +46,14 @@ static int wait_for_parent(const struct ns_plan *p)
  * the box's user namespace, whose maps the supervisor wrote and verified. */
 static int become_box_user(const struct ns_plan *p, struct ns_report *rep)
 {
-	if (p->may_setgroups && setgroups(0, NULL) < 0)
+	/* Raw system calls, not glibc's wrappers: those apply the change to every thread of the
+	 * process, and this child of clone3 inherited glibc's list of the supervisor's threads
+	 * (its network thread, the workspace producer) without the threads themselves; the
+	 * wrapper would signal them and wait forever. The child is one thread, so the raw call
+	 * changes all of it. */
+	if (p->may_setgroups && syscall(SYS_setgroups, 0, NULL) < 0)
 		return ns_fail(rep, NS_LAYER_USERNS, errno, "cannot drop supplementary groups");
-	if (setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0)
+	if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 || syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
 		return ns_fail(rep, NS_LAYER_USERNS, errno, "cannot become uid %u in the box", (unsigned)p->uid);
 	return 0;
 }
