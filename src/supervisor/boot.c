@@ -73,6 +73,11 @@ static int greet(int fd, int64_t deadline, pd_err *err)
 	return r < 0 ? pd_error(err, r, "cannot greet paddock-init") : 0;
 }
 
+static void wsbox_copy_endp(struct wsbox_copy **c)
+{
+	box_workspace_end(*c);
+}
+
 /* Stops what box_boot started when a later step of it fails. */
 static void boot_undo(struct box *b, struct sup_net *net)
 {
@@ -89,7 +94,11 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 		return -EINVAL;
 	box_config_from_spec(spec, box_dir, &b.cfg);
 	int64_t t0 = mono_ms();
-	int r = b.rt->start(&b.cfg, &b.h, err);
+	_cleanup_(wsbox_copy_endp) struct wsbox_copy *ws = NULL;
+	int r = box_workspace_begin(spec, box_dir, &ws, err);
+	if (r < 0)
+		return r;
+	r = b.rt->start(&b.cfg, &b.h, err);
 	if (r < 0)
 		return r;
 	pd_debug("box %s started by %s in %lld ms", spec->name, b.rt->name, (long long)(mono_ms() - t0));
@@ -112,7 +121,7 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 		return r;
 	}
 	pd_debug("box %s greeted in %lld ms", spec->name, (long long)(mono_ms() - t0));
-	r = box_workspace_copyin(&b, spec, box_dir, err);
+	r = box_workspace_copyin(&b, ws, err);
 	if (r < 0) {
 		boot_undo(&b, net);
 		return r;

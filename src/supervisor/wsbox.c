@@ -206,16 +206,22 @@ static void save_baseline(int ctl_fd, const char *box_dir, bool restored)
  * child: the supervisor already runs its network thread, and a child forked from a threaded
  * process may only call async-signal-safe functions (one hung on an allocator lock the
  * network thread held at the fork). */
-struct producer {
-	const char *project, *box_dir;
-	int out_fd;
+struct wsbox_copy {
+	char *project, *box_dir;
+	int out_fd;            /* the producer's: it closes it */
+	int in_fd;             /* the feeding side's */
+	int saved_fd;          /* the copy saved at the last stop, fed instead of the project */
+	pthread_t thread;
+	bool producing;
+	_Atomic bool produced; /* the walk and the manifest are done */
+	size_t entries;        /* entries in the copy-in manifest, once produced */
 	int r;
 	pd_err err;
 };
 
 static void *produce(void *arg)
 {
-	struct producer *p = arg;
+	struct wsbox_copy *p = arg;
 	struct ws_manifest m = {0};
 	struct ws_notes notes = {0};
 	_cleanup_close_ int rootfd = open(p->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -231,9 +237,11 @@ static void *produce(void *arg)
 		fprintf(nf, "%s\t%s\n", ws_reason_str(notes.v[i].reason), notes.v[i].path);
 	if (nf)
 		fclose(nf);
+	p->entries = m.n;
 	ws_manifest_free(&m);
 	ws_notes_free(&notes);
 	p->r = r;
+	p->produced = true;
 	return NULL;
 }
 
@@ -266,47 +274,89 @@ static int open_saved(const char *box_dir)
 	return open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 }
 
-int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char *box_dir, pd_err *err)
+/* Starts the producer before the box exists: the walk of the project and libarchive's loading
+ * overlap the box's own start, and a small tree is all in the pipe by the time paddock-init
+ * greets. Nothing reaches the box until box_workspace_copyin feeds it. */
+int box_workspace_begin(const struct box_spec *spec, const char *box_dir, struct wsbox_copy **ret, pd_err *err)
 {
+	*ret = NULL;
 	if (!spec->workspace || !streq(spec->workspace, "copy") || !spec->project)
+		return 0;
+	struct wsbox_copy *c = xcalloc(1, sizeof(*c));
+	c->project = xstrdup(spec->project);
+	c->box_dir = xstrdup(box_dir);
+	c->out_fd = c->in_fd = -1;
+	c->saved_fd = open_saved(box_dir);
+	if (c->saved_fd < 0) {
+		int pipefd[2];
+		if (pipe2(pipefd, O_CLOEXEC) < 0) {
+			int r = pd_error(err, errno, "cannot create a pipe");
+			box_workspace_end(c);
+			return r;
+		}
+		(void)fcntl(pipefd[0], F_SETPIPE_SZ, 1 << 20); /* a larger pipe: fewer wake-ups; best effort */
+		c->in_fd = pipefd[0];
+		c->out_fd = pipefd[1];
+		int r = thread_start_quiet(&c->thread, NULL, produce, c);
+		if (r < 0) {
+			close(c->out_fd);
+			box_workspace_end(c);
+			return pd_error(err, -r, "cannot start the copy-in thread");
+		}
+		c->producing = true;
+	}
+	*ret = c;
+	return 0;
+}
+
+void box_workspace_end(struct wsbox_copy *c)
+{
+	if (!c)
+		return;
+	/* closed first: a producer still writing gets EPIPE (its SIGPIPE is blocked) and ends */
+	if (c->in_fd >= 0)
+		close(c->in_fd);
+	if (c->producing)
+		pthread_join(c->thread, NULL);
+	if (c->saved_fd >= 0)
+		close(c->saved_fd);
+	free(c->project);
+	free(c->box_dir);
+	free(c);
+}
+
+int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
+{
+	if (!c)
 		return 0;
 	/* -p: keep the project's permission bits (the box's umask must not show up as changes) */
 	char *tar_x[] = {"tar", "-x", "-p", "-f", "-", "-C", "/workspace", "--no-same-owner", "--no-overwrite-dir", NULL};
 	char msg[2048];
-	_cleanup_close_ int saved = open_saved(box_dir);
-	int in = saved;
-	int pipefd[2] = {-1, -1};
-	struct producer prod = {.project = spec->project, .box_dir = box_dir};
-	pthread_t producer;
-	bool producing = false;
-	if (saved < 0) {
-		if (pipe2(pipefd, O_CLOEXEC) < 0)
-			return pd_error(err, errno, "cannot create a pipe");
-		(void)fcntl(pipefd[0], F_SETPIPE_SZ, 1 << 20); /* a larger pipe: fewer wake-ups; best effort */
-		prod.out_fd = pipefd[1]; /* the producer's from here on: it closes it */
-		int r = thread_start_quiet(&producer, NULL, produce, &prod);
-		if (r < 0) {
-			close(pipefd[0]);
-			close(pipefd[1]);
-			return pd_error(err, -r, "cannot start the copy-in thread");
-		}
-		producing = true;
-		in = pipefd[0];
+	bool saved = c->saved_fd >= 0;
+	int st = 0;
+	/* An empty project (the stream holds only its root, which tar would leave alone under
+	 * --no-overwrite-dir) needs no tar in the box. */
+	if (c->produced && c->r == 0 && c->entries <= 1 && !saved) {
+		pd_debug("workspace: empty, no tar");
+	} else {
+		struct ws_progress bar;
+		ws_progress_start(&bar, "copying the project in", 0, true);
+		if (bar.on) /* the size of the tree, for the bar (only on a terminal: it costs a walk) */
+			bar.total = saved ? fd_size(c->saved_fd) : tree_bytes(c->project);
+		st = run_fed_out(b->h.ctl_fd, WSBOX_STREAM, tar_x, "agent", saved ? c->saved_fd : c->in_fd, -1, 0, msg,
+				 sizeof(msg), &bar, err);
+		ws_progress_end(&bar);
 	}
-	struct ws_progress bar;
-	ws_progress_start(&bar, "copying the project in", 0, true);
-	if (bar.on) /* the size of the tree, for the bar (only on a terminal: it costs a walk) */
-		bar.total = saved >= 0 ? fd_size(saved) : tree_bytes(spec->project);
-	int st = run_fed_out(b->h.ctl_fd, WSBOX_STREAM, tar_x, "agent", in, -1, 0, msg, sizeof(msg), &bar, err);
-	ws_progress_end(&bar);
-	/* closed first: a producer still writing gets EPIPE (its SIGPIPE is blocked) and ends */
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	if (producing) {
-		pthread_join(producer, NULL);
-		if (prod.r < 0 && st >= 0)
-			return pd_error_msg(err, -prod.r, "cannot copy the project %s into the box: %s", spec->project,
-					    prod.err.msg);
+	if (c->in_fd >= 0) {
+		close(c->in_fd);
+		c->in_fd = -1;
+	}
+	if (c->producing) {
+		pthread_join(c->thread, NULL);
+		c->producing = false;
+		if (c->r < 0 && st >= 0)
+			return pd_error_msg(err, -c->r, "cannot copy the project %s into the box: %s", c->project,
+					    c->err.msg);
 	}
 	if (st < 0)
 		return pd_err_prefix(err, "workspace copy-in");
@@ -315,11 +365,11 @@ int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char 
 	/* a restored copy is the box's own work, not what it received: its baseline keeps only
 	 * the files it holds exactly as they were copied in */
 	pd_debug("workspace: copied in");
-	save_baseline(b->h.ctl_fd, box_dir, saved >= 0);
+	save_baseline(b->h.ctl_fd, c->box_dir, saved);
 	pd_debug("workspace: baseline saved");
 	/* the project also at its host path when the box has a root user to create it; best
 	 * effort: /workspace is the path that always works */
-	char *alias[] = {WSALIAS_BUILTIN, spec->project, NULL};
+	char *alias[] = {WSALIAS_BUILTIN, c->project, NULL};
 	box_run_fed(b->h.ctl_fd, WSBOX_STREAM + 1, alias, "root", -1, msg, sizeof(msg), NULL);
 	pd_debug("workspace: host-path alias made");
 	return 0;

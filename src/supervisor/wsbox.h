@@ -13,8 +13,14 @@
 #define WSBOX_BASELINE "box.baseline"    /* the box's scan of its fresh copy (ws-scan records) */
 #define WSBOX_BASELINE_MAX (512ull << 20)
 
-/* Copies the workspace into a freshly booted box when its spec asks for "copy". */
-int box_workspace_copyin(struct box *b, const struct box_spec *spec, const char *box_dir, pd_err *err);
+/* The copy of one boot: box_workspace_begin (before the box starts) walks the project into a
+ * pipe on a thread of its own; box_workspace_copyin (once paddock-init greeted) feeds it to
+ * the box; box_workspace_end joins and frees (also when the box never came up). *ret is NULL
+ * when the spec asks for no copy. */
+struct wsbox_copy;
+int box_workspace_begin(const struct box_spec *spec, const char *box_dir, struct wsbox_copy **ret, pd_err *err);
+int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err);
+void box_workspace_end(struct wsbox_copy *c);
 
 /* Runs argv inside the box on the raw init channel, feeding in_fd (or nothing when -1) as
  * its stdin; returns its exit status, or <0. stderr (the first 2 KiB) goes to ret_stderr. */
