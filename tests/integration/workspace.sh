@@ -62,6 +62,18 @@ t_diff_and_apply() {
 	pd apply --fresh ws1 | grep -q "0 conflicts"
 	pd rm -f ws1
 }
+# an empty project skips tar in the box; the box still gets a writable /workspace, and what
+# it adds comes back through diff and apply
+t_empty_project_round_trip() {
+	local E=$PADDOCK_HOME/empty
+	mkdir -p "$E" && chmod 0755 "$E"
+	(cd "$E" && pd create wse >/dev/null)
+	pd exec wse -- sh -c 'test -w /workspace && test -z "$(ls -A /workspace)" && mkdir /workspace/d && echo n >/workspace/d/n.txt'
+	assert_contains "$(pd diff --stat wse)" "A d/n.txt"
+	pd apply wse >/dev/null
+	assert_eq "$(cat "$E/d/n.txt")" "n"
+	pd rm -f wse
+}
 t_apply_dry_run_writes_nothing() {
 	mkproj
 	(cd "$P" && pd create ws2 >/dev/null)
