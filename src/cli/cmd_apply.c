@@ -16,6 +16,7 @@ struct apply_args {
 	char **allow_exec;
 	bool fresh, uncommitted;
 	const char *branch;
+	const char *mount;
 };
 
 static int parse(int argc, char **argv, struct apply_args *a)
@@ -24,7 +25,7 @@ static int parse(int argc, char **argv, struct apply_args *a)
 		{"dry-run", no_argument, NULL, 'n'}, {"force", no_argument, NULL, 'f'},
 		{"allow-exec-paths", required_argument, NULL, 'x'}, {"fresh", no_argument, NULL, 'F'},
 		{"branch", optional_argument, NULL, 'b'}, {"uncommitted", no_argument, NULL, 'u'},
-		{"help", no_argument, NULL, 'h'}, {0}};
+		{"mount", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'}, {0}};
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -35,15 +36,18 @@ static int parse(int argc, char **argv, struct apply_args *a)
 		case 'F': a->fresh = true; break;
 		case 'b': a->branch = optarg ? optarg : ""; break;
 		case 'u': a->uncommitted = true; break;
+		case 'm': a->mount = optarg; break;
 		case 'x': a->allow_exec = strv_append(a->allow_exec, optarg); break;
 		case 'h':
-			printf("Usage: paddock apply [--dry-run] [--force] [--allow-exec-paths PATH]... NAME [PATH...]\n"
+			printf("Usage: paddock apply [--dry-run] [--force] [--allow-exec-paths PATH]... [--mount BOXPATH] NAME [PATH...]\n"
 			       "       paddock apply --branch[=BRANCH] [--uncommitted] NAME\n\n"
 			       "Write the sandbox's changes into the host project: exactly what the last 'paddock diff'\n"
 			       "showed (--fresh takes a new snapshot instead). A host file changed since the copy-in is a\n"
 			       "conflict and is left alone unless --force. Paths that make the host run code are skipped\n"
 			       "unless named with --allow-exec-paths. Each file is replaced atomically; re-running an\n"
 			       "interrupted apply completes it. Exit status 1 when anything was not applied.\n\n"
+			       "--mount BOXPATH: a profile's read-write mount that a vm sandbox got as a copy goes back\n"
+			       "to its host directory the same way (what 'paddock diff --mount BOXPATH' showed).\n\n"
 			       "--branch: for git projects, the sandbox's commits (and with --uncommitted its uncommitted\n"
 			       "changes as one more commit) become branch BRANCH (default paddock/NAME) of the host\n"
 			       "repository: objects only, nothing checked out, no hooks run.\n");
@@ -54,6 +58,8 @@ static int parse(int argc, char **argv, struct apply_args *a)
 	}
 	if (optind >= argc)
 		return cli_usage("apply", "which sandbox?");
+	if (a->mount && a->branch)
+		return cli_usage("apply", "--branch is for the project, not a mount");
 	a->o.allow_exec = a->allow_exec;
 	return 0;
 }
@@ -102,11 +108,11 @@ int cmd_apply(int argc, char **argv)
 	if (a.branch)
 		return apply_to_branch(name, &a);
 	struct wsnap s;
-	r = a.fresh ? -ENOENT : wsnap_load(name, &s, &err);
+	r = a.fresh ? -ENOENT : wsnap_load(name, a.mount, &s, &err);
 	if (r == -ENOENT) {
 		if (!a.fresh)
 			wsnap_free(&s);
-		r = wsnap_take(name, &s, &err);
+		r = wsnap_take(name, a.mount, &s, &err);
 	} else if (r == 0)
 		fprintf(stderr, "paddock: applying the changes 'paddock diff' showed %llds ago (--fresh for a new snapshot)\n",
 			(long long)(time(NULL) - s.taken));

@@ -91,8 +91,9 @@ static int copy_out(const char *name, const char *path, const char *hostdir, boo
 }
 
 /* Producer child for copy-in: a tar stream of a host directory (ws_copyin) or of one regular
- * file (libarchive), written to out_fd. Never returns. */
-static _noreturn_ void produce(const char *hostpath, int out_fd)
+ * file (libarchive), written to out_fd; a directory's copy-in manifest is saved as
+ * box_dir/record when record is set. Never returns. */
+static _noreturn_ void produce(const char *hostpath, int out_fd, const char *box_dir, const char *record)
 {
 	pd_err err = {0};
 	struct stat st;
@@ -103,6 +104,10 @@ static _noreturn_ void produce(const char *hostpath, int out_fd)
 		struct ws_notes n = {0};
 		struct ws_copyin_opts o = {.no_default_excludes = true}; /* the user named this path */
 		r = root < 0 ? -errno : ws_copyin(root, out_fd, &o, &m, &n, &err);
+		close(out_fd); /* the box's tar may finish while the manifest is saved */
+		_cleanup_close_ int dfd = record && r == 0 ? open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		if (record && r == 0)
+			r = dfd < 0 ? pd_error(&err, errno, "cannot open %s", box_dir) : ws_manifest_save(&m, dfd, record, &err);
 	} else if (r == 0 && S_ISREG(st.st_mode)) {
 		_cleanup_close_ int fd = open(hostpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		struct archive *a = archive_write_new();
@@ -131,7 +136,7 @@ static _noreturn_ void produce(const char *hostpath, int out_fd)
 	_exit(r < 0 ? 1 : 0);
 }
 
-int cli_copy_in(const char *hostpath, const char *name, const char *path, pd_err *err)
+int cli_copy_in(const char *hostpath, const char *name, const char *path, const char *record, pd_err *err)
 {
 	_cleanup_free_ char *dir = NULL;
 	int r = running_box(name, &dir, err);
@@ -145,7 +150,7 @@ int cli_copy_in(const char *hostpath, const char *name, const char *path, pd_err
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		produce(hostpath, p[1]);
+		produce(hostpath, p[1], dir, record);
 	}
 	close(p[1]);
 	int st = session_run_in(dir, argv, p[0], STDOUT_FILENO, err);
@@ -188,6 +193,6 @@ int cmd_cp(int argc, char **argv)
 		return cli_usage("cp", "exactly one side must be NAME:/PATH (an absolute path in the sandbox)");
 	pd_err err = {0};
 	int r = sname ? copy_out(sname, spath, argv[optind + 1], force, &err)
-		      : cli_copy_in(argv[optind], dname, dpath, &err);
+		      : cli_copy_in(argv[optind], dname, dpath, NULL, &err);
 	return r < 0 ? cli_fail(&err) : r;
 }

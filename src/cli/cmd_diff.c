@@ -21,8 +21,10 @@ int cmd_diff(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"stat", no_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-		{"color", no_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0}};
+		{"color", no_argument, NULL, 'c'}, {"mount", required_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'}, {0}};
 	bool stat = false, json = false, color = isatty(STDOUT_FILENO);
+	const char *mount = NULL;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -31,12 +33,15 @@ int cmd_diff(int argc, char **argv)
 		case 's': stat = true; break;
 		case 'j': json = true; break;
 		case 'c': color = true; break;
+		case 'm': mount = optarg; break;
 		case 'h':
-			printf("Usage: paddock diff [--stat] [--json] NAME [PATH...]\n\n"
+			printf("Usage: paddock diff [--stat] [--json] [--mount BOXPATH] NAME [PATH...]\n\n"
 			       "Show what the sandbox changed in its copy of the project: added, modified, deleted,\n"
 			       "renamed, mode and symlink changes, and what will never be applied (with why).\n"
 			       "Paths that make the host run code (.git/hooks, .envrc, .vscode/tasks.json, ...) are\n"
-			       "flagged. 'paddock apply NAME' applies exactly the changes shown here.\n");
+			       "flagged. 'paddock apply NAME' applies exactly the changes shown here.\n\n"
+			       "--mount BOXPATH: the same for a profile's read-write mount that a vm sandbox got as a\n"
+			       "copy (a guest shares no host path); 'paddock apply --mount BOXPATH NAME' applies it.\n");
 			return 0;
 		default:
 			return cli_usage("diff", "unknown option '%s'", argv[optind - 1]);
@@ -48,7 +53,7 @@ int cmd_diff(int argc, char **argv)
 	char **paths = optind < argc ? argv + optind : NULL;
 	pd_err err = {0};
 	struct wsnap s;
-	if (wsnap_take(name, &s, &err) < 0) {
+	if (wsnap_take(name, mount, &s, &err) < 0) {
 		wsnap_free(&s);
 		return cli_fail(&err);
 	}

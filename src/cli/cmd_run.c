@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/wsnap.h"
 #include "cli/session.h"
 #include "image/store.h"
 #include "profile/profile.h"
@@ -148,10 +149,13 @@ static int attach(const char *dir, const struct box_opts *o, char **cmd, pd_err 
 }
 
 /* A profile's mounts on vm (a guest shares no host path): copied in once the box runs, before
- * the agent starts. A read-write one's changes stay in the box: `paddock cp` brings them back
- * through the same checks as apply. A copy that fails is a note, not a failed run. */
-static void copy_mounts(const char *name, const struct box_bind *m, size_t n)
+ * the agent starts. A read-write directory's changes stay in the box until `paddock diff
+ * --mount` / `apply --mount` bring them back through the workspace's safe apply (its copy-in
+ * manifest is recorded for that); a read-write file's through `paddock cp`, with the same
+ * checks. A copy that fails is a note, not a failed run. */
+static void copy_mounts(const char *name, const char *box_dir, const struct box_bind *m, size_t n)
 {
+	int recorded = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		/* a directory's contents land in the path; a file lands in its parent when the names
@@ -164,12 +168,29 @@ static void copy_mounts(const char *name, const struct box_bind *m, size_t n)
 			continue;
 		}
 		pd_err err = {0};
-		if (cli_copy_in(m[i].host, name, dir ? m[i].box : dirname(bd), &err) < 0) {
+		bool offer = dir && !m[i].readonly;
+		_cleanup_free_ char *record = offer ? wsnap_mount_manifest(recorded) : NULL;
+		if (cli_copy_in(m[i].host, name, dir ? m[i].box : dirname(bd), record, &err) < 0) {
 			fprintf(stderr, "paddock: note: %s was not copied to %s: %s\n", m[i].host, m[i].box, err.msg);
 			continue;
 		}
-		fprintf(stderr, "paddock: copied %s to %s (a vm box shares no host path%s)\n", m[i].host, m[i].box,
-			m[i].readonly ? "" : "; changes stay in the box until paddock cp brings them back");
+		if (offer && wsnap_mount_record(box_dir, m[i].box, m[i].host, &err) < 0) {
+			fprintf(stderr, "paddock: note: %s: its changes can only come back with paddock cp\n", err.msg);
+			offer = false;
+		}
+		recorded += offer;
+		if (m[i].readonly)
+			fprintf(stderr, "paddock: copied %s to %s (a vm box shares no host path)\n", m[i].host, m[i].box);
+		else if (offer)
+			fprintf(stderr,
+				"paddock: copied %s to %s (a vm box shares no host path; changes stay in the box until "
+				"paddock apply --mount %s %s brings them back — paddock diff --mount shows them)\n",
+				m[i].host, m[i].box, m[i].box, name);
+		else
+			fprintf(stderr,
+				"paddock: copied %s to %s (a vm box shares no host path; changes stay in the box until "
+				"paddock cp brings them back)\n",
+				m[i].host, m[i].box);
 	}
 }
 
@@ -185,7 +206,7 @@ static int run_persistent(struct box_opts *o, const char *home, char **cmd, cons
 		store_remove(dir, NULL);
 		return r;
 	}
-	copy_mounts(o->spec.name, copies, n_copies);
+	copy_mounts(o->spec.name, dir, copies, n_copies);
 	return attach(dir, o, cmd, err);
 }
 

@@ -4,7 +4,13 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "cli/wsnap.h"
+#include "util/fdio.h"
 
 static void test_size(void **state)
 {
@@ -91,11 +97,55 @@ static void test_names(void **state)
 	assert_false(box_name_valid(big));
 }
 
+/* the copied-mounts list: records found by box path, a missing one named, a torn last record
+ * (a crash while it was written) ignored */
+static void test_mounts_list(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/paddock-test-mounts-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	pd_err err = {0};
+	assert_int_equal(wsnap_mount_record(dir, "/home/agent/a", "/host/a b", &err), 0);
+	assert_int_equal(wsnap_mount_record(dir, "/home/agent/b", "/host/b", &err), 1);
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	int idx = -1;
+	char *host = NULL;
+	assert_int_equal(wsnap_mount_find(fd, "box", "/home/agent/b", &idx, &host, &err), 0);
+	assert_int_equal(idx, 1);
+	assert_string_equal(host, "/host/b");
+	free(host);
+	host = NULL;
+	assert_int_equal(wsnap_mount_find(fd, "box", "/home/agent/a", &idx, &host, &err), 0);
+	assert_int_equal(idx, 0);
+	assert_string_equal(host, "/host/a b");
+	free(host);
+	host = NULL;
+	assert_int_equal(wsnap_mount_find(fd, "box", "/home/agent", &idx, &host, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "no copied read-write mount at /home/agent"));
+	/* a torn record: its box path is there, its host path's end is not */
+	char *mf = xasprintf("%s/%s", dir, WSNAP_MOUNTS);
+	int w = open(mf, O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(w >= 0);
+	assert_int_equal(fd_write_all(w, "/home/agent/c\0/host/c", 21), 0);
+	close(w);
+	assert_int_equal(wsnap_mount_find(fd, "box", "/home/agent/c", &idx, &host, &err), -ENOENT);
+	assert_int_equal(wsnap_mount_find(fd, "box", "/home/agent/b", &idx, &host, &err), 0);
+	free(host);
+	char *m0 = wsnap_mount_manifest(0);
+	assert_string_equal(m0, "mount-0.manifest");
+	free(m0);
+	close(fd);
+	unlink(mf);
+	free(mf);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_size), cmocka_unit_test(test_cpus), cmocka_unit_test(test_env),
-		cmocka_unit_test(test_bind), cmocka_unit_test(test_names),
+		cmocka_unit_test(test_bind), cmocka_unit_test(test_names), cmocka_unit_test(test_mounts_list),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@ void wsnap_free(struct wsnap *s)
 {
 	free(s->box_dir);
 	free(s->project);
+	free(s->box_path);
 	ws_manifest_free(&s->base);
 	ws_manifest_free(&s->box);
 	ws_notes_free(&s->notes);
@@ -32,24 +33,42 @@ void wsnap_free(struct wsnap *s)
 		close(s->staging_fd);
 	if (s->box_fd >= 0)
 		close(s->box_fd);
-	*s = (struct wsnap){.staging_fd = -1, .box_fd = -1};
+	*s = (struct wsnap){.staging_fd = -1, .box_fd = -1, .mount = -1};
 }
 
-static int open_box(const char *name, struct wsnap *s, struct box_spec *spec, pd_err *err)
+/* names beside the box for the snapshot's target: the workspace's, or mount N's */
+static char *snap_file(const struct wsnap *s, const char *what)
 {
-	*s = (struct wsnap){.staging_fd = -1, .box_fd = -1};
+	return s->mount < 0 ? xstrdup(what) : xasprintf("mount-%d.%s", s->mount, what);
+}
+
+static int open_box(const char *name, const char *mount, struct wsnap *s, struct box_spec *spec, pd_err *err)
+{
+	*s = (struct wsnap){.staging_fd = -1, .box_fd = -1, .mount = -1};
 	int r = cli_box_dir(name, NULL, &s->box_dir, err);
 	if (r == 0)
 		r = store_load_spec(s->box_dir, spec, err);
 	if (r < 0)
 		return r;
-	if (!spec->workspace || !streq(spec->workspace, "copy") || !spec->project)
-		return pd_error_msg(err, EINVAL, "sandbox '%s' has no copied workspace (it was created with --workspace %s)",
-				    name, spec->workspace ? spec->workspace : "none");
-	s->project = xstrdup(spec->project);
 	s->box_fd = open(s->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->box_fd < 0)
+		return pd_error(err, errno, "cannot open %s", s->box_dir);
+	if (mount) {
+		r = wsnap_mount_find(s->box_fd, name, mount, &s->mount, &s->project, err);
+		if (r < 0)
+			return r;
+		s->box_path = xstrdup(mount);
+	} else {
+		if (!spec->workspace || !streq(spec->workspace, "copy") || !spec->project)
+			return pd_error_msg(err, EINVAL,
+					    "sandbox '%s' has no copied workspace (it was created with --workspace %s)", name,
+					    spec->workspace ? spec->workspace : "none");
+		s->project = xstrdup(spec->project);
+		s->box_path = xstrdup("/workspace");
+	}
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
-	r = s->box_fd < 0 ? -errno : ws_manifest_load(s->box_fd, WSBOX_BASE_MANIFEST, &lim, &s->base, err);
+	_cleanup_free_ char *base = s->mount < 0 ? xstrdup(WSBOX_BASE_MANIFEST) : wsnap_mount_manifest(s->mount);
+	r = ws_manifest_load(s->box_fd, base, &lim, &s->base, err);
 	if (r < 0)
 		return pd_err_prefix(err, "cannot read what '%s' received", name);
 	return 0;
@@ -57,7 +76,9 @@ static int open_box(const char *name, struct wsnap *s, struct box_spec *spec, pd
 
 static int open_staging(struct wsnap *s, pd_err *err)
 {
-	_cleanup_free_ char *dir = xasprintf("%s/staging", s->box_dir);
+	/* a staging directory per target: each snapshot collects what it does not need */
+	_cleanup_free_ char *name = snap_file(s, "staging");
+	_cleanup_free_ char *dir = xasprintf("%s/%s", s->box_dir, name);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return pd_error(err, errno, "cannot create %s", dir);
 	s->staging_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -86,8 +107,9 @@ static struct ws_ignore *host_ignore(const struct wsnap *s)
 	_cleanup_close_ int root = open(s->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct ws_ignore *ig = NULL;
 	/* the host's ignore rules and default exclusions apply on the way back too: a box cannot
-	 * plant a .env or a key file the user never gave it */
-	if (root >= 0 && ws_ignore_load(root, true, &ig, NULL) < 0)
+	 * plant a .env or a key file the user never gave it. A mount was copied in whole (the user
+	 * named it, secrets and all), so only its ignore file applies. */
+	if (root >= 0 && ws_ignore_load(root, s->mount < 0, &ig, NULL) < 0)
 		ig = NULL;
 	return ig;
 }
@@ -131,7 +153,7 @@ struct scan_sess {
 	int out, hold;
 };
 
-static int scan_start(const char *box_dir, struct scan_sess *ret, pd_err *err)
+static int scan_start(const char *box_dir, const char *box_path, struct scan_sess *ret, pd_err *err)
 {
 	int out[2], hold[2];
 	if (pipe2(out, O_CLOEXEC) < 0)
@@ -143,7 +165,7 @@ static int scan_start(const char *box_dir, struct scan_sess *ret, pd_err *err)
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(out[0]), close(hold[1]);
-		char *argv[] = {WSSCAN_BUILTIN, "--freeze", "/workspace", NULL};
+		char *argv[] = {WSSCAN_BUILTIN, "--freeze", (char *)box_path, NULL};
 		run_out(box_dir, argv, hold[0], out[1]);
 	}
 	int e = errno;
@@ -189,13 +211,14 @@ static int snapshot(struct wsnap *s, pd_err *err)
 {
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
 	struct ws_bscan baseline = {0}, now = {0};
-	bool have_base = ws_bscan_load(s->box_fd, WSBOX_BASELINE, &lim, &baseline, NULL) == 0;
+	/* a mount has no baseline (its copy is not scanned at boot): every entry is fetched */
+	bool have_base = s->mount < 0 && ws_bscan_load(s->box_fd, WSBOX_BASELINE, &lim, &baseline, NULL) == 0;
 	_cleanup_(ws_ignore_freep) struct ws_ignore *ig = host_ignore(s);
 	struct ws_bplan plan = {0};
 	struct ws_manifest fetched = {0};
 	struct scan_sess sc = {0};
 	int64_t t0 = mono_ms();
-	int r = scan_start(s->box_dir, &sc, err);
+	int r = scan_start(s->box_dir, s->box_path, &sc, err);
 	if (r == 0 && (r = ws_bscan_read_fd(sc.out, &lim, &now, err)) < 0)
 		r = scan_fail(&sc, r, err);
 	int64_t t1 = mono_ms();
@@ -203,7 +226,7 @@ static int snapshot(struct wsnap *s, pd_err *err)
 		ws_bplan_make(&now, have_base ? &baseline : NULL, &s->base, ig, &lim, &plan, &s->notes);
 	_cleanup_close_ int list = r == 0 && plan.n_fetch ? memfd_create("paddock-fetch", MFD_CLOEXEC) : -1;
 	if (r == 0 && plan.n_fetch) {
-		char *argv[] = {"tar", "-c", "-f", "-", "-C", "/workspace", "--format=pax", "--null",
+		char *argv[] = {"tar", "-c", "-f", "-", "-C", s->box_path, "--format=pax", "--null",
 				"--no-recursion", "--verbatim-files-from", "--no-unquote", "-T", "-", NULL};
 		if (list < 0 || fd_write_all(list, plan.fetch, plan.fetch_len) < 0 || lseek(list, 0, SEEK_SET) < 0)
 			r = pd_error(err, errno, "cannot write the list of entries to fetch");
@@ -257,25 +280,26 @@ static void staging_gc(struct wsnap *s)
 	closedir(d);
 }
 
-int wsnap_take(const char *name, struct wsnap *s, pd_err *err)
+int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err)
 {
 	struct box_spec spec = {0};
-	int r = open_box(name, s, &spec, err);
+	int r = open_box(name, mount, s, &spec, err);
 	box_spec_free(&spec);
 	if (r == 0 && store_status(s->box_dir, NULL) != BOX_STATUS_RUNNING)
 		r = pd_error_msg(err, ESRCH, "sandbox '%s' is not running; start it with 'paddock start %s'", name, name);
+	_cleanup_free_ char *saved = snap_file(s, WSNAP_BOX_MANIFEST);
 	/* the saved snapshot goes first: its staged content is about to be replaced */
-	if (r == 0 && unlinkat(s->box_fd, WSNAP_BOX_MANIFEST, 0) < 0 && errno != ENOENT)
+	if (r == 0 && unlinkat(s->box_fd, saved, 0) < 0 && errno != ENOENT)
 		r = pd_error(err, errno, "cannot remove the previous snapshot");
 	if (r == 0)
 		r = open_staging(s, err);
 	if (r == 0)
 		r = snapshot(s, err);
 	if (r < 0)
-		return pd_err_prefix(err, "cannot read the workspace of '%s'", name);
+		return pd_err_prefix(err, "cannot read %s of '%s'", mount ? mount : "the workspace", name);
 	s->taken = time(NULL);
 	staging_gc(s);
-	return ws_manifest_save(&s->box, s->box_fd, WSNAP_BOX_MANIFEST, err);
+	return ws_manifest_save(&s->box, s->box_fd, saved, err);
 }
 
 int wsnap_save_tar(const char *box_dir, pd_err *err)
@@ -311,18 +335,19 @@ int wsnap_save_tar(const char *box_dir, pd_err *err)
 	return rename(tmp, dst) < 0 ? pd_error(err, errno, "cannot save %s", dst) : 0;
 }
 
-int wsnap_load(const char *name, struct wsnap *s, pd_err *err)
+int wsnap_load(const char *name, const char *mount, struct wsnap *s, pd_err *err)
 {
 	struct box_spec spec = {0};
-	int r = open_box(name, s, &spec, err);
+	int r = open_box(name, mount, s, &spec, err);
 	box_spec_free(&spec);
 	if (r < 0)
 		return r;
+	_cleanup_free_ char *saved = snap_file(s, WSNAP_BOX_MANIFEST);
 	struct stat st;
-	if (fstatat(s->box_fd, WSNAP_BOX_MANIFEST, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(s->box_fd, saved, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -ENOENT;
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
-	r = ws_manifest_load(s->box_fd, WSNAP_BOX_MANIFEST, &lim, &s->box, err);
+	r = ws_manifest_load(s->box_fd, saved, &lim, &s->box, err);
 	if (r == 0)
 		r = open_staging(s, err);
 	s->taken = st.st_mtime;

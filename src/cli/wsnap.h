@@ -8,7 +8,9 @@
 struct wsnap {
 	char *box_dir;
 	int box_fd;                 /* box_dir, O_PATH */
-	char *project;              /* host project path */
+	char *project;              /* host project path (or the mount's host path) */
+	char *box_path;             /* where the box holds its copy: /workspace or the mount */
+	int mount;                  /* -1: the workspace; else the index in WSNAP_MOUNTS */
 	struct ws_manifest base;    /* what the box received */
 	struct ws_manifest box;     /* what it holds now */
 	struct ws_notes notes;
@@ -16,11 +18,24 @@ struct wsnap {
 	int64_t taken;              /* unix time of the snapshot */
 };
 
-/* Takes a fresh snapshot of a running box (NAME), saving it as box.manifest (what diff shows
- * is what apply applies). */
-int wsnap_take(const char *name, struct wsnap *ret, pd_err *err);
+/* The profile mounts a vm box got as copies (a guest shares no host path), beside the box:
+ * records "BOXPATH\0HOSTPATH\0"; mount N's copy-in manifest is mount-N.manifest. Only
+ * read-write directories are recorded: those are offered back through diff/apply --mount. */
+#define WSNAP_MOUNTS "mounts.list"
+#define WSNAP_MOUNTS_MAX (1u << 20)
+char *wsnap_mount_manifest(int index);
+/* Appends box/host to box_dir's WSNAP_MOUNTS; returns the new record's index or <0. */
+int wsnap_mount_record(const char *box_dir, const char *box, const char *host, pd_err *err);
+/* The record for box path `mount` in the list beside the box (box_fd): its index and host
+ * path; -ENOENT (with a message naming the sandbox) when there is none. */
+int wsnap_mount_find(int box_fd, const char *name, const char *mount, int *ret_index, char **ret_host, pd_err *err);
+
+/* Takes a fresh snapshot of a running box (NAME) — of its workspace, or with mount (a box
+ * path) of that copied mount — saving it as box.manifest (mount-N.box.manifest): what diff
+ * shows is what apply applies. */
+int wsnap_take(const char *name, const char *mount, struct wsnap *ret, pd_err *err);
 /* Loads the snapshot the last `diff` saved; -ENOENT when there is none. */
-int wsnap_load(const char *name, struct wsnap *ret, pd_err *err);
+int wsnap_load(const char *name, const char *mount, struct wsnap *ret, pd_err *err);
 void wsnap_free(struct wsnap *s);
 /* Saves a running box's workspace as a tar stream beside it (the box's writable layer does
  * not outlive a stop); the next boot copies it back in instead of the project. No-op for

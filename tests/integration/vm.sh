@@ -148,27 +148,50 @@ t_image_runs_on_vm() {
 
 # A profile's mounts on vm: no host path reaches a guest, so they are copied in before the
 # agent starts (a directory's contents, a file under its own name); a file whose name differs
-# from the box path is left out with a note. Root only: it builds a Debian base (mmdebstrap).
+# from the box path is left out with a note; a read-write directory is offered back through
+# diff/apply --mount. Root only: it builds a Debian base (mmdebstrap).
 t_profile_mounts_are_copied_into_vm() {
 	pd_only vm "copying profile mounts into a guest"
 	[ "$(id -u)" = 0 ] || { echo "skip: builds a Debian base image with mmdebstrap (root)"; exit 77; }
 	pd image build debian:bookworm-slim >/dev/null 2>&1 || fail "image build debian:bookworm-slim failed"
 	export HOME=$PADDOCK_HOME/home XDG_CONFIG_HOME=$PADDOCK_HOME/config
-	mkdir -p "$HOME/shared" "$XDG_CONFIG_HOME/paddock/agents"
+	mkdir -p "$HOME/shared" "$HOME/rw/sub" "$XDG_CONFIG_HOME/paddock/agents"
 	echo shared-note >"$HOME/shared/note"
 	echo file-content >"$HOME/f.txt"
+	echo keep >"$HOME/rw/keep"; echo old >"$HOME/rw/sub/edit"; echo old >"$HOME/rw/both"; echo gone >"$HOME/rw/del"
 	echo '{"displayName": "M", "baseImage": "debian:bookworm-slim", "installCommands": [],
-	       "launchCommand": ["sh", "-c", "cat /home/agent/shared/note /home/agent/f.txt; ls /root/other.txt"],
+	       "launchCommand": ["sh", "-c", "cat /home/agent/shared/note /home/agent/f.txt; ls /root/other.txt; cd /home/agent/rw && echo new >sub/edit && echo box >both && echo add >added && rm del && ln -s /etc/passwd out"],
 	       "mounts": [{"hostPath": "~/shared", "containerPath": "/home/agent/shared", "readOnly": true},
 	                  {"hostPath": "~/f.txt", "containerPath": "/home/agent/f.txt"},
+	                  {"hostPath": "~/rw", "containerPath": "/home/agent/rw"},
 	                  {"hostPath": "~/f.txt", "containerPath": "/root/other.txt"}]}' >"$XDG_CONFIG_HOME/paddock/agents/mnt.json"
 	local out
 	out=$(pd run -T --backend vm --workspace none --name mntbox mnt 2>&1) || true
 	assert_contains "$out" "shared-note"
 	assert_contains "$out" "file-content"
 	assert_contains "$out" "copied $HOME/shared to /home/agent/shared"
-	assert_contains "$out" "changes stay in the box until paddock cp brings them back"
+	assert_contains "$out" "copied $HOME/f.txt to /home/agent/f.txt (a vm box shares no host path; changes stay in the box until paddock cp brings them back)"
+	assert_contains "$out" "paddock apply --mount /home/agent/rw mntbox brings them back"
 	assert_contains "$out" "is not copied to /root/other.txt"
+	# a read-write directory comes back through diff/apply --mount: what changed, a conflict
+	# when the host changed the same file since, an escaping symlink refused, nothing else
+	echo host >"$HOME/rw/both"
+	out=$(pd diff --stat --mount /home/agent/rw mntbox 2>&1)
+	assert_contains "$out" "M sub/edit"
+	assert_contains "$out" "A added"
+	assert_contains "$out" "D del"
+	assert_not_contains "$out" "keep"
+	[ "$(cat "$HOME/rw/sub/edit")" = old ] || fail "diff wrote to the host"
+	out=$(pd apply --mount /home/agent/rw mntbox 2>&1) && fail "apply with a conflict and a refused link exited 0"
+	assert_eq "$(cat "$HOME/rw/sub/edit")" "new"
+	assert_eq "$(cat "$HOME/rw/added")" "add"
+	[ ! -e "$HOME/rw/del" ] || fail "deletion not applied"
+	assert_eq "$(cat "$HOME/rw/both")" "host"
+	[ ! -L "$HOME/rw/out" ] || fail "an escaping symlink was applied"
+	assert_contains "$out" "conflict"
+	# the read-only mount and unknown paths are not offered
+	out=$(pd diff --mount /home/agent/shared mntbox 2>&1) && fail "a read-only mount was offered back"
+	assert_contains "$out" "no copied read-write mount at /home/agent/shared"
 	pd rm -f mntbox >/dev/null
 	# --rm has no supervisor to copy through: said, not silently dropped
 	out=$(pd run --rm -T --backend vm --workspace none mnt 2>&1) || true
