@@ -151,11 +151,12 @@ static void image_defaults(struct img_store *s, const struct img_record *r, stru
 
 /* $PADDOCK_CA_FILE: a PEM bundle the user trusts (a TLS-inspecting corporate proxy's CA with
  * the public roots, typically the host's /etc/ssl/certs/ca-certificates.crt). An image's own
- * trust store does not know such a CA, so the bundle is bound read-only into image boxes and
- * the usual variables point the TLS stacks at it. Opt-in: nothing is trusted by default that
- * the image does not trust itself. */
+ * trust store does not know such a CA, so the bundle goes into image boxes at BOX_CA_PATH —
+ * bound read-only on ns, copied in by the supervisor at each boot on vm (no host file reaches
+ * a guest) — and the usual variables point the TLS stacks at it. Opt-in: nothing is trusted
+ * by default that the image does not trust itself. */
 #define BOX_CA_PATH "/run/paddock/ca.pem"
-static int ca_bundle(struct box_spec *spec, pd_err *err)
+static int ca_bundle(struct box_spec *spec, bool vm, pd_err *err)
 {
 	static const char *const vars[] = {"SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
 					   "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE", "NPM_CONFIG_CAFILE"};
@@ -168,8 +169,13 @@ static int ca_bundle(struct box_spec *spec, pd_err *err)
 		return pd_error(err, errno, "PADDOCK_CA_FILE=%s", ca);
 	if (!S_ISREG(st.st_mode))
 		return pd_error_msg(err, EINVAL, "PADDOCK_CA_FILE=%s is not a file", ca);
-	spec->binds = xrealloc(spec->binds, (spec->n_binds + 1) * sizeof(*spec->binds));
-	spec->binds[spec->n_binds++] = (struct box_bind){xstrdup(real), xstrdup(BOX_CA_PATH), true};
+	if (vm) {
+		free(spec->ca_file);
+		spec->ca_file = xstrdup(real);
+	} else {
+		spec->binds = xrealloc(spec->binds, (spec->n_binds + 1) * sizeof(*spec->binds));
+		spec->binds[spec->n_binds++] = (struct box_bind){xstrdup(real), xstrdup(BOX_CA_PATH), true};
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
 		_cleanup_free_ char *kv = xasprintf("%s=%s", vars[i], BOX_CA_PATH);
 		spec->env = strv_append(spec->env, kv);
@@ -203,11 +209,9 @@ int cli_image_for_box(const char *image, struct box_spec *spec, char ***ret_cmd,
 			fprintf(stderr, "paddock: making the vm disk of this image (once)\n");
 		if ((q = img_vmdisk(s, r, &spec->vm_disk, err)) < 0)
 			return q;
-		if (getenv("PADDOCK_CA_FILE") && *getenv("PADDOCK_CA_FILE"))
-			fprintf(stderr, "paddock: note: PADDOCK_CA_FILE is not passed to vm boxes yet (no host file reaches a guest)\n");
-		return 0;
+		return ca_bundle(spec, true, err);
 	}
-	return ca_bundle(spec, err);
+	return ca_bundle(spec, false, err);
 }
 
 static int image_ls(bool json)

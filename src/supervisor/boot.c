@@ -78,6 +78,25 @@ static void wsbox_copy_endp(struct wsbox_copy **c)
 	box_workspace_end(*c);
 }
 
+/* A vm box's trusted CA bundle (PADDOCK_CA_FILE when it was made; a guest shares no host
+ * file): copied in at every boot, since /run does not outlive the guest. Read here as the
+ * user who made the box, written by the guest's root as a 0644 file; a bundle that cannot
+ * be copied fails the boot, which beats TLS failing later for no visible reason. */
+static int copy_ca(struct box *b, const char *path, pd_err *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pd_error(err, errno, "cannot open the CA bundle %s (PADDOCK_CA_FILE when the box was made)", path);
+	char *argv[] = {"sh", "-c", "umask 022 && mkdir -p /run/paddock && cat >/run/paddock/ca.pem", NULL};
+	char msg[512];
+	int st = box_run_fed(b->h.ctl_fd, WSBOX_STREAM + 3, argv, "root", fd, msg, sizeof(msg), err);
+	if (st < 0)
+		return pd_err_prefix(err, "cannot copy the CA bundle %s into the box", path);
+	if (st != 0)
+		return pd_error_msg(err, EIO, "cannot copy the CA bundle %s into the box (%d): %s", path, st, msg);
+	return 0;
+}
+
 /* Stops what box_boot started when a later step of it fails. */
 static void boot_undo(struct box *b, struct sup_net *net)
 {
@@ -121,7 +140,9 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 		return r;
 	}
 	pd_debug("box %s greeted in %lld ms", spec->name, (long long)(mono_ms() - t0));
-	r = box_workspace_copyin(&b, ws, err);
+	r = spec->ca_file ? copy_ca(&b, spec->ca_file, err) : 0;
+	if (r == 0)
+		r = box_workspace_copyin(&b, ws, err);
 	if (r < 0) {
 		boot_undo(&b, net);
 		return r;

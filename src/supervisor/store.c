@@ -40,6 +40,7 @@ void box_spec_free(struct box_spec *s)
 	free(s->rootfs_upper);
 	free(s->profile);
 	free(s->vm_disk);
+	free(s->ca_file);
 	free(s->net.preset);
 	strv_free(s->net.allow);
 	strv_free(s->net.deny);
@@ -136,6 +137,8 @@ char *box_spec_to_json(const struct box_spec *s)
 		cJSON_AddStringToObject(o, "profile", s->profile);
 	if (s->vm_disk)
 		cJSON_AddStringToObject(o, "vm_disk", s->vm_disk);
+	if (s->ca_file)
+		cJSON_AddStringToObject(o, "ca_file", s->ca_file);
 	cJSON *net = cJSON_AddObjectToObject(o, "net");
 	cJSON_AddStringToObject(net, "preset", s->net.preset ? s->net.preset : "none");
 	json_add_strv(net, "allow", s->net.allow);
@@ -231,6 +234,8 @@ int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 			s.profile = xstrdup(jstr(o, "profile"));
 		if (jstr(o, "vm_disk") && jstr(o, "vm_disk")[0] == '/')
 			s.vm_disk = xstrdup(jstr(o, "vm_disk"));
+		if (jstr(o, "ca_file") && jstr(o, "ca_file")[0] == '/')
+			s.ca_file = xstrdup(jstr(o, "ca_file"));
 		r = spec_net_from_json(cJSON_GetObjectItemCaseSensitive(o, "net"), &s.net);
 		const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "env"), *e;
 		cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) s.env = strv_append(s.env, e->valuestring);

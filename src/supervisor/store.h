@@ -41,6 +41,7 @@ struct box_spec {
 	char *rootfs;         /* its unpacked tree (image/store.h), or NULL */
 	char *profile;        /* `paddock run PROFILE`: the profile's name, or NULL */
 	char *vm_disk;        /* vm boxes from an image: the image's base disk, or NULL */
+	char *ca_file;        /* vm: a host PEM bundle copied to /run/paddock/ca.pem at each boot */
 	char *rootfs_upper;   /* image builds only (in-process, never persisted): runtime.h */
 	/* network (issue 4): the egress policy of this box */
 	struct box_net {

@@ -146,6 +146,33 @@ t_image_runs_on_vm() {
 	fi
 }
 
+# PADDOCK_CA_FILE on vm: no host file reaches a guest, so the supervisor copies the bundle in
+# at every boot (the guest's /run is gone after a stop), and the TLS variables point at it
+t_ca_bundle_reaches_vm_boxes() {
+	pd_only vm "the CA bundle copied into a guest"
+	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
+	python3 "$REG/mkimage.py" layout "$PADDOCK_HOME/bb" --add-file /bin/busybox:/bin/busybox --symlink bin/sh:busybox
+	pd image import --name local/bb:1 "$PADDOCK_HOME/bb" >/dev/null
+	printf -- '-----BEGIN CERTIFICATE-----\ntest-ca\n-----END CERTIFICATE-----\n' >"$PADDOCK_HOME/ca.pem"
+	PADDOCK_CA_FILE=$PADDOCK_HOME/ca.pem pd create --backend vm --workspace none --image local/bb:1 vmca >/dev/null 2>&1 ||
+		fail "create with PADDOCK_CA_FILE failed"
+	local probe='/bin/busybox cat /run/paddock/ca.pem; /bin/busybox stat -c "%a %u" /run/paddock/ca.pem; echo "$SSL_CERT_FILE $NODE_EXTRA_CA_CERTS"'
+	local want
+	want="$(cat "$PADDOCK_HOME/ca.pem")
+644 0
+/run/paddock/ca.pem /run/paddock/ca.pem"
+	assert_eq "$(pd exec vmca -- /bin/busybox sh -c "$probe")" "$want"
+	pd stop vmca >/dev/null
+	pd start vmca >/dev/null
+	assert_eq "$(pd exec vmca -- /bin/busybox sh -c "$probe")" "$want"
+	# the bundle gone from the host: the box does not start without it, and says why
+	rm "$PADDOCK_HOME/ca.pem"
+	pd stop vmca >/dev/null
+	local out
+	out=$(pd start vmca 2>&1) && fail "a box started without its CA bundle"
+	assert_contains "$out" "CA bundle"
+	pd rm -f vmca >/dev/null
+}
 # A profile's mounts on vm: no host path reaches a guest, so they are copied in before the
 # agent starts (a directory's contents, a file under its own name); a file whose name differs
 # from the box path is left out with a note; a read-write directory is offered back through
