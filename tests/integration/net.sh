@@ -162,7 +162,19 @@ except OSError:
 }
 
 t_published_port_reaches_the_box() {
-	local port=$((20000 + RANDOM % 20000))
+	# below the ephemeral range (32768+), where any outgoing connection of a busy host could
+	# take it, and not listened on right now
+	local port
+	port=$(python3 -c 'import random, socket
+while True:
+    p = random.randint(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close()')
 	# (up to a minute: a vm guest boots in seconds under TCG, more on a loaded host)
 	"$PADDOCK" run --rm -p 127.0.0.1:$port:8000 -- sh -c 'cd /tmp && echo published >i.txt && timeout 60 python3 -m http.server 8000 >/dev/null 2>&1' &
 	local bg=$! out=""
