@@ -335,8 +335,10 @@ int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
 	bool saved = c->saved_fd >= 0;
 	int st = 0;
 	/* An empty project (the stream holds only its root, which tar would leave alone under
-	 * --no-overwrite-dir) needs no tar in the box. */
-	if (c->produced && c->r == 0 && c->entries <= 1 && !saved) {
+	 * --no-overwrite-dir) needs no tar in the box, and no baseline: everything its diff will
+	 * see is new, and new entries are fetched with or without one. */
+	bool empty = c->produced && c->r == 0 && c->entries <= 1 && !saved;
+	if (empty) {
 		pd_debug("workspace: empty, no tar");
 	} else {
 		struct ws_progress bar;
@@ -365,8 +367,10 @@ int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
 	/* a restored copy is the box's own work, not what it received: its baseline keeps only
 	 * the files it holds exactly as they were copied in */
 	pd_debug("workspace: copied in");
-	save_baseline(b->h.ctl_fd, c->box_dir, saved);
-	pd_debug("workspace: baseline saved");
+	if (!empty) {
+		save_baseline(b->h.ctl_fd, c->box_dir, saved);
+		pd_debug("workspace: baseline saved");
+	}
 	/* the project also at its host path when the box has a root user to create it; best
 	 * effort: /workspace is the path that always works */
 	char *alias[] = {WSALIAS_BUILTIN, c->project, NULL};
