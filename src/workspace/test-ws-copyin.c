@@ -182,6 +182,36 @@ static void test_copyin_end_to_end(void **state)
 	ws_notes_free(&notes);
 }
 
+/* nothing to send (an empty tree, or one whose only file is left out): the stream is a valid
+ * empty archive, written without libarchive, and the manifest is empty */
+static void test_copyin_empty_tree(void **state)
+{
+	struct fx *f = *state;
+	for (int round = 0; round < 2; round++) {
+		if (round == 1)
+			tl_write(f->host, ".env", "API_KEY=secret\n", 0600);
+		int tar = memfd_create("copyin", MFD_CLOEXEC);
+		_cleanup_close_ int root = tl_opendir(f->host);
+		struct ws_manifest sent = {0}, got = {0};
+		struct ws_notes notes = {0};
+		pd_err err = {0};
+		assert_int_equal(ws_copyin(root, tar, NULL, &sent, &notes, &err), 0);
+		assert_int_equal(sent.n, 0);
+		assert_int_equal(notes.n, (size_t)round);
+		struct stat st;
+		assert_int_equal(fstat(tar, &st), 0);
+		assert_int_equal(st.st_size, 1024);
+		lseek(tar, 0, SEEK_SET);
+		_cleanup_close_ int sfd = tl_opendir(f->staging);
+		assert_int_equal(tl_ingest(tar, sfd, NULL, NULL, &got, NULL), 0);
+		assert_int_equal(got.n, 0);
+		close(tar);
+		ws_manifest_free(&sent);
+		ws_manifest_free(&got);
+		ws_notes_free(&notes);
+	}
+}
+
 static void test_copyin_refuses_symlinked_ignore(void **state)
 {
 	struct fx *f = *state;
@@ -222,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_ignore_defaults),
 		cmocka_unit_test(test_gitconfig_filter),
 		cmocka_unit_test_setup_teardown(test_copyin_end_to_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copyin_empty_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copyin_refuses_symlinked_ignore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tar_ingest_honours_ignore, setup, teardown),
 	};

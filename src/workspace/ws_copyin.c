@@ -15,6 +15,7 @@ struct copyin {
 	struct ws_ignore *ig;
 	struct ws_notes *notes;
 	char *buf;
+	int out_fd;
 };
 
 static int tar_error(struct copyin *c, pd_err *err, const char *path)
@@ -106,9 +107,14 @@ static int header(struct copyin *c, struct archive_entry *ae, const struct ws_en
 	return archive_write_header(c->a, ae) == ARCHIVE_OK ? 0 : tar_error(c, err, e->path);
 }
 
+static struct archive *open_writer(int out_fd, pd_err *err);
+
 static int ci_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st, pd_err *err)
 {
 	struct copyin *c = ud;
+	/* the writer (and with it libarchive, loaded on first use) only once there is an entry */
+	if (!c->a && !(c->a = open_writer(c->out_fd, err)))
+		return -EIO;
 	_cleanup_free_ char *cfg = NULL;
 	size_t cfglen = 0;
 	if (e->type == WS_FILE && is_git_config(e) && !(cfg = filtered_config(c, e, fd, &cfglen))) {
@@ -152,25 +158,30 @@ static struct archive *open_writer(int out_fd, pd_err *err)
 int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,
 	      struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err)
 {
-	struct copyin c = {.notes = notes};
+	struct copyin c = {.notes = notes, .out_fd = out_fd};
 	int r = ws_ignore_load(rootfd, !(o && o->no_default_excludes), &c.ig, err);
 	if (r < 0)
 		return r;
-	c.a = open_writer(out_fd, err);
-	if (!c.a) {
-		ws_ignore_free(c.ig);
-		return -EIO;
-	}
 	c.buf = xmalloc(WS_IO_CHUNK);
 	struct ws_scan_ops ops = {.exclude = ci_exclude, .emit = ci_emit, .ud = &c};
 	r = ws_scan(rootfd, o ? o->limits : NULL, &ops, ret_manifest, notes, err);
-	if (r < 0) /* no end-of-archive marker: a cut stream must not look complete */
+	if (!c.a) {
+		/* nothing to send: an empty archive is its end marker alone, two zero-filled
+		 * 512-byte records (POSIX ustar), what libarchive would have written — without
+		 * loading it (a few milliseconds of a box's start for an empty project) */
+		static const uint8_t end[1024];
+		if (r == 0 && (r = fd_write_all(out_fd, end, sizeof(end))) < 0) {
+			pd_error(err, r, "cannot write the tar stream");
+			ws_manifest_free(ret_manifest);
+		}
+	} else if (r < 0) /* no end-of-archive marker: a cut stream must not look complete */
 		archive_write_fail(c.a);
 	else if (archive_write_close(c.a) != ARCHIVE_OK) {
 		r = tar_error(&c, err, "the end of the stream");
 		ws_manifest_free(ret_manifest);
 	}
-	archive_write_free(c.a);
+	if (c.a)
+		archive_write_free(c.a);
 	ws_ignore_free(c.ig);
 	free(c.buf);
 	return r;
