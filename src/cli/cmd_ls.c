@@ -58,7 +58,10 @@ int cmd_ls(int argc, char **argv)
 	pd_err err = {0};
 	_cleanup_free_ char *home = NULL;
 	_cleanup_strv_ char **names = NULL;
-	if (store_home(&home, &err) < 0 || store_list(home, &names, &err) < 0)
+	if (store_home(&home, &err) < 0)
+		return cli_fail(&err);
+	store_sweep_gone(home);
+	if (store_list(home, &names, &err) < 0)
 		return cli_fail(&err);
 	cJSON *arr = cJSON_CreateArray();
 	if (!json)

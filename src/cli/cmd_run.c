@@ -13,6 +13,7 @@
 #include "profile/profile.h"
 #include "supervisor/net.h"
 #include "supervisor/supervisor.h"
+#include "util/fdio.h"
 #include "util/log.h"
 
 extern char **environ;
@@ -89,6 +90,23 @@ static char **session_env(const struct box_opts *o)
 	return env;
 }
 
+/* The end of a --rm box: its state directory is renamed out of sight (boxes/.gone-NAME-PID:
+ * `ls` skips dot names, a box of the same name can be made at once) and removed, with the
+ * last close of the box's network link (a TAP's waits for an RCU grace period), by a detached
+ * process: ext4 deletions take a millisecond this command need not wait for. `ls` sweeps a
+ * .gone- directory that outlived its remover (a crash in that window). */
+static void remove_later(const char *home, const char *dir, int link)
+{
+	_cleanup_free_ char *base = xstrdup(dir);
+	_cleanup_free_ char *gone = xasprintf("%s/boxes/" STORE_GONE_PREFIX "%s-%d", home, basename(base), (int)getpid());
+	if (rename(dir, gone) == 0) {
+		fd_close_async_rm(link, gone, true);
+		return;
+	}
+	store_remove(dir, NULL);
+	fd_close_async(link);
+}
+
 /* run --rm: this process is the supervisor; no socket, no detached process. */
 static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_err *err)
 {
@@ -101,6 +119,7 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 	pd_debug("run --rm: state created");
 	struct box box;
 	struct sup_net *net = NULL;
+	int link = -1;
 	/* the network runs on its own thread of this process for the session's life */
 	r = box_boot(&o->spec, dir, &box, &net, err);
 	int status = EXIT_FAILURE_PD;
@@ -116,13 +135,13 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 		 * its network down while the kernel tears the box down (a few ms of namespaces and
 		 * mounts) */
 		box_kill(&box);
-		sup_net_stop(TAKE_PTR(net));
+		link = sup_net_stop_keep_link(TAKE_PTR(net));
 		pd_debug("run --rm: network stopped");
 		box_shutdown(&box, false, 0);
 		pd_debug("run --rm: box gone");
 	}
 	sup_net_stop(net);
-	store_remove(dir, NULL);
+	remove_later(home, dir, link);
 	pd_debug("run --rm: state removed");
 	if (lock >= 0)
 		close(lock);

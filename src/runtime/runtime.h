@@ -43,6 +43,10 @@ struct box_config {
 	/* Network (issue 4): when set, the box gets one interface whose frames the supervisor's
 	 * network stack handles (ns: a TAP device in the box's netns, its fd in h->net_fd). */
 	bool network;
+	/* The project's host path, to be made a symlink to /workspace inside the box (copied
+	 * workspaces), or NULL. Best effort; h->ws_alias_made says whether the backend did it
+	 * (ns: while it builds the root; others leave it to a session of paddock-init). */
+	const char *ws_alias;
 };
 
 /* A running box as the supervisor sees it. */
@@ -51,6 +55,7 @@ struct box_handle {
 	int ctl_fd;        /* connected control channel to paddock-init, O_CLOEXEC, HELLO not yet read */
 	int pidfd;         /* pidfd of pid, or -1 */
 	int net_fd;        /* the box's network interface as the supervisor sees it (TAP fd), or -1 */
+	bool ws_alias_made; /* cfg->ws_alias was handled (made, or found impossible) by the backend */
 	void *priv;        /* backend state (cgroup paths, ...) */
 };
 

@@ -45,6 +45,7 @@ struct sup_net {
 	const struct box_spec *spec;
 	char *box_dir, *sock_dir, *global_path, *box_path;
 	bool sock_dir_tmp;
+	bool keep;            /* sup_net_stop_keep_link: the link fd and the sock dir stay */
 	const struct sup_net_link *link;
 	int link_fd, wake;
 	struct poller *poller;
@@ -525,9 +526,10 @@ static void net_free(struct sup_net *n)
 	egress_resolve_map_free(n->resolve);
 	fakeip_pool_free(n->pool);
 	egress_audit_close(n->audit);
-	if (n->sock_dir)
+	/* kept: the caller removes the box's directory, the sock dir with it */
+	if (n->sock_dir && !(n->keep && !n->sock_dir_tmp))
 		rm_rf(n->sock_dir);
-	if (n->link_fd >= 0)
+	if (n->link_fd >= 0 && !n->keep)
 		n->link->close(n->link_fd);
 	if (n->wake >= 0)
 		close(n->wake);
@@ -582,6 +584,16 @@ int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const s
 	n->running = true;
 	*ret = n;
 	return 0;
+}
+
+int sup_net_stop_keep_link(struct sup_net *n)
+{
+	if (!n)
+		return -1;
+	int fd = n->link_fd;
+	n->keep = true;
+	sup_net_stop(n);
+	return fd;
 }
 
 void sup_net_stop(struct sup_net *n)

@@ -42,6 +42,9 @@ int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, 
 		  pd_err *err);
 /* Stops the thread and frees everything (connections are cut). NULL is fine. */
 void sup_net_stop(struct sup_net *n);
+/* sup_net_stop, but the link fd is returned for the caller to close (-1: none) and the
+ * sockets' directory beneath the box's is left for the caller's removal of the box dir. */
+int sup_net_stop_keep_link(struct sup_net *n);
 
 /* Appends what every session of a networked box gets: HTTP_PROXY, HTTPS_PROXY, http_proxy,
  * https_proxy (the explicit proxy) and NO_PROXY/no_proxy=localhost,127.0.0.1. */

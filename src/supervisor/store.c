@@ -360,6 +360,18 @@ static int cmpstr(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+void store_sweep_gone(const char *home)
+{
+	_cleanup_free_ char *boxes = xasprintf("%s/boxes", home);
+	_cleanup_closedir_ DIR *d = opendir(boxes);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (startswith(de->d_name, STORE_GONE_PREFIX)) {
+			_cleanup_free_ char *p = xasprintf("%s/%s", boxes, de->d_name);
+			rm_rf(p);
+		}
+}
+
 int store_list(const char *home, char ***ret_names, pd_err *err)
 {
 	_cleanup_free_ char *boxes = xasprintf("%s/boxes", home);
@@ -399,6 +411,7 @@ void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct 
 		/* every box built from a stored spec gets the fail-closed network (preset "none"
 		 * by default); only hand-built specs without a preset (unit tests) go without */
 		.network = s->net.preset != NULL,
+		.ws_alias = s->workspace && streq(s->workspace, "copy") ? s->project : NULL,
 	};
 	const char *t = getenv("PADDOCK_TESTING");
 	if (t && streq(t, "1"))

@@ -77,6 +77,10 @@ int store_load_state(const char *box_dir, struct box_state *ret);
 enum box_status store_status(const char *box_dir, struct box_state *ret_state);
 /* Names of every box, sorted. */
 int store_list(const char *home, char ***ret_names, pd_err *err);
+/* State directories of ended --rm boxes are renamed to boxes/.gone-… and removed by a
+ * detached process; this removes any such directory left behind (nothing uses them). */
+#define STORE_GONE_PREFIX ".gone-"
+void store_sweep_gone(const char *home);
 int store_remove(const char *box_dir, pd_err *err);
 
 /* flock helpers: returns an fd holding the lock, or -errno (-EWOULDBLOCK when nonblocking). */

@@ -372,9 +372,11 @@ int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
 		pd_debug("workspace: baseline saved");
 	}
 	/* the project also at its host path when the box has a root user to create it; best
-	 * effort: /workspace is the path that always works */
-	char *alias[] = {WSALIAS_BUILTIN, c->project, NULL};
-	box_run_fed(b->h.ctl_fd, WSBOX_STREAM + 1, alias, "root", -1, msg, sizeof(msg), NULL);
-	pd_debug("workspace: host-path alias made");
+	 * effort: /workspace is the path that always works (the ns backend made it already) */
+	if (!b->h.ws_alias_made) {
+		char *alias[] = {WSALIAS_BUILTIN, c->project, NULL};
+		box_run_fed(b->h.ctl_fd, WSBOX_STREAM + 1, alias, "root", -1, msg, sizeof(msg), NULL);
+		pd_debug("workspace: host-path alias made");
+	}
 	return 0;
 }

@@ -214,40 +214,57 @@ void fd_close_all_but(int keep)
 	close_range(keep < 3 ? 3u : (unsigned)keep + 1, ~0u, 0);
 }
 
-void fd_close_async(int fd)
+void fd_close_async_rm(int fd, const char *dir, bool exiting)
 {
-	if (fd < 0)
+	if (fd < 0 && !dir)
 		return;
 	int gate[2];
 	if (pipe2(gate, O_CLOEXEC) < 0) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
+		if (dir)
+			rm_rf(dir);
 		return;
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
-		/* the child forks once more so nobody has to reap the closer */
-		if (fork() == 0) {
+		/* the child forks once more so nobody has to reap the closer (a caller about to exit
+		 * leaves that to init: one fork, no wait) */
+		if (exiting || fork() == 0) {
 			/* hold nothing else (a caller's stdout pipe would keep its reader waiting), then
 			 * wait until the parent has dropped its reference: ours must be the last one */
-			int keep = fcntl(fd, F_DUPFD_CLOEXEC, 3), g = fcntl(gate[0], F_DUPFD_CLOEXEC, 3);
-			if (keep >= 0 && g >= 0) {
-				int lo = keep < g ? keep : g, hi = keep < g ? g : keep;
+			int keep = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1, g = fcntl(gate[0], F_DUPFD_CLOEXEC, 3);
+			if (g >= 0 && (keep >= 0 || fd < 0)) {
+				int lo = keep >= 0 && keep < g ? keep : g, hi = keep > g ? keep : g;
 				close_range(0, (unsigned)lo - 1, 0);
-				close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+				if (hi > lo)
+					close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
 				close_range((unsigned)hi + 1, ~0U, 0);
 				char c;
 				while (read(g, &c, 1) < 0 && errno == EINTR)
 					;
+				if (keep >= 0)
+					close(keep);
+				if (dir)
+					rm_rf(dir);
 			}
 			_exit(0);
 		}
 		_exit(0);
 	}
 	close(gate[0]);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	close(gate[1]);
-	if (pid > 0)
+	if (pid > 0 && !exiting)
 		waitpid(pid, NULL, 0);
+	else if (pid < 0 && dir)
+		rm_rf(dir);
+}
+
+void fd_close_async(int fd)
+{
+	fd_close_async_rm(fd, NULL, false);
 }
 
 struct image_find {

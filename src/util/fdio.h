@@ -25,6 +25,10 @@ void fd_close_all_but(int keep);
  * reference. For fds whose release is slow (a TAP device waits for an RCU grace period,
  * tens of ms) on a path someone is timing. Call only while single-threaded. */
 void fd_close_async(int fd);
+/* fd_close_async, then (in the same detached process) rm_rf(dir) when dir is set: a
+ * directory already renamed out of sight whose removal need not be waited for. exiting: the
+ * caller exits soon and reaps nothing, so one fork suffices (init reaps the closer). */
+void fd_close_async_rm(int fd, const char *dir, bool exiting);
 /* Writes len bytes at data, which lie in this program's own file-backed image (an embedded
  * blob in .rodata), to fd: copied from the executable through the page cache (sendfile),
  * so the blob is not faulted into this process's memory (~1 MB of paddock's peak RSS);

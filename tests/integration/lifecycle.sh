@@ -95,6 +95,23 @@ t_run_rm_sigkilled_leaves_nothing_after_rm() {
 		assert_eq "$(cgroups_of k2$i)" ""
 	done
 }
+# run --rm renames its state away and a detached process removes it (with the network's last
+# close): the name is free at once, nothing stays behind, and ls sweeps what a crash left
+t_run_rm_state_is_gone_and_swept() {
+	"$PADDOCK" run --rm --name rmq -- true
+	[ ! -e "$PADDOCK_HOME/boxes/rmq" ] || fail "the state directory is still there"
+	"$PADDOCK" run --rm --name rmq -- true || fail "the name was not free again"
+	local gone
+	for _ in $(seq 100); do
+		gone=$(ls -A "$PADDOCK_HOME/boxes" | grep '^\.gone-' || true)
+		[ -z "$gone" ] && break
+		sleep 0.05
+	done
+	assert_eq "$gone" ""
+	mkdir -p "$PADDOCK_HOME/boxes/.gone-crashed-1/net" && touch "$PADDOCK_HOME/boxes/.gone-crashed-1/config.json"
+	assert_not_contains "$(pd ls)" "gone"
+	[ ! -e "$PADDOCK_HOME/boxes/.gone-crashed-1" ] || fail "ls did not sweep a leftover"
+}
 t_concurrent_execs_on_one_box() {
 	pd create c1 >/dev/null
 	local i pids=()

@@ -93,6 +93,7 @@ struct ns_plan {
 	size_t n_binds;
 	const char *rootfs;       /* an image's tree as the root's lower layer, or NULL: host view */
 	const char *rootfs_upper; /* with rootfs: a host dir with upper/ and work/ for the overlay */
+	const char *ws_alias;     /* the project's host path: a symlink to /workspace, or NULL */
 	const struct ns_file *etc_files;
 	size_t n_etc_files;
 	/* confinement */

@@ -680,6 +680,36 @@ static int pivot_into_box(struct ns_report *rep)
 	return 0;
 }
 
+/* The project also at its host path: a symlink to /workspace, its parents made as needed
+ * (`mkdir -p DIR && ln -sfn /workspace PATH`). Inside the box's root only (after the pivot:
+ * every path, symlinks included, resolves in the box), as the box's first user before any
+ * session exists; best effort, like the paddock-init built-in that does it on other backends
+ * (an unmapped root cannot create /home/USER, and /workspace is the path that always works).
+ * A stack buffer and system calls: this runs in the clone3 child. */
+static void make_ws_alias(const char *project)
+{
+	char path[PATH_MAX];
+	size_t n = strlen(project);
+	if (project[0] != '/' || n >= sizeof(path))
+		return;
+	memcpy(path, project, n + 1);
+	while (n > 1 && path[n - 1] == '/')
+		path[--n] = '\0';
+	if (n <= 1 || streq(path, "/workspace"))
+		return;
+	for (char *s = path + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		int r = mkdir(path, 0755);
+		*s = '/';
+		if (r < 0 && errno != EEXIST)
+			return;
+	}
+	struct stat st;
+	if (symlink("/workspace", path) < 0 && errno == EEXIST && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    unlink(path) == 0)
+		(void)!symlink("/workspace", path); /* an old link (a restarted box) is replaced */
+}
+
 int ns_rootfs_build(const struct ns_plan *p, const int bind_fds[], struct ns_report *rep)
 {
 	if (ns_injected(p, NS_LAYER_MOUNT))
@@ -700,5 +730,9 @@ int ns_rootfs_build(const struct ns_plan *p, const int bind_fds[], struct ns_rep
 	if (do_binds(p, bind_fds, rep) < 0 || build_proc(rep) < 0)
 		return -1;
 	ns_trace(p, "rootfs: binds and proc");
-	return pivot_into_box(rep);
+	if (pivot_into_box(rep) < 0)
+		return -1;
+	if (p->ws_alias)
+		make_ws_alias(p->ws_alias);
+	return 0;
 }

@@ -163,6 +163,7 @@ static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_f
 	p->n_binds = cfg->n_binds;
 	p->rootfs = cfg->rootfs;
 	p->rootfs_upper = cfg->rootfs ? cfg->rootfs_upper : NULL;
+	p->ws_alias = cfg->ws_alias;
 	ns_etc_generate(cfg->name, access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh", c->etc);
 	if (cfg->network)
 		use_box_resolver(c->etc);
@@ -389,7 +390,7 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	struct ns_box *b = xcalloc(1, sizeof(*b));
 	b->cg = TAKE_PTR(c.cg);
 	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd),
-				   .net_fd = TAKE_FD(c.net_fd), .priv = b};
+				   .net_fd = TAKE_FD(c.net_fd), .ws_alias_made = cfg->ws_alias != NULL, .priv = b};
 	ctx_free(&c);
 	pd_debug("ns: box %s is pid %d (root %s)", cfg->name, (int)ret->pid, c.plan.root_ok ? "mapped" : "absent");
 	return 0;
