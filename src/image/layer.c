@@ -334,12 +334,24 @@ static int make_hardlink(struct applier *ap, int dirfd, const char *name, const 
 	return 0;
 }
 
+/* Who owns a parent directory no entry named: the image's root, shifted (unshifted trees
+ * keep the applier's own ids). */
+static uid_t parent_uid(const struct applier *ap)
+{
+	return ap->o.uid_shift ? (uid_t)ap->o.uid_shift : (uid_t)-1;
+}
+
+static gid_t parent_gid(const struct applier *ap)
+{
+	return ap->o.gid_shift ? (gid_t)ap->o.gid_shift : (gid_t)-1;
+}
+
 /* ---- whiteouts ---- */
 
 static int opaque(struct applier *ap, const char *dir)
 {
 	_cleanup_close_ int fd = -1;
-	int r = layer_open_dir(ap->rootfd, dir, true, &fd);
+	int r = layer_open_dir_as(ap->rootfd, dir, true, parent_uid(ap), parent_gid(ap), &fd);
 	if (r < 0)
 		return fail_errno(ap, r, "cannot open the opaque directory");
 	if (dir[0])
@@ -425,7 +437,7 @@ static int apply_entry(struct applier *ap, struct archive_entry *e)
 	if (startswith(base, WHITEOUT))
 		return whiteout(ap, dir, base);
 	_cleanup_close_ int dirfd = -1;
-	if ((r = layer_open_dir(ap->rootfd, dir, true, &dirfd)) < 0)
+	if ((r = layer_open_dir_as(ap->rootfd, dir, true, parent_uid(ap), parent_gid(ap), &dirfd)) < 0)
 		return fail_errno(ap, r, "cannot open the parent directory");
 	r = create_node(ap, dirfd, base, e);
 	if (r == 0)

@@ -7,8 +7,10 @@
 #include "util/fdio.h"
 #include "workspace/ws_io.h"
 
-/* Creates the missing components of path one by one, each from its parent's fd. */
-static int make_dirs(int rootfd, const char *path, int *ret_fd)
+/* Creates the missing components of path one by one, each from its parent's fd; a
+ * component made here belongs to uid:gid (the image's root after the shift) unless those
+ * are -1. */
+static int make_dirs(int rootfd, const char *path, uid_t uid, gid_t gid, int *ret_fd)
 {
 	_cleanup_free_ char *p = xstrdup(path);
 	_cleanup_close_ int cur = -1;
@@ -18,7 +20,11 @@ static int make_dirs(int rootfd, const char *path, int *ret_fd)
 	for (char *s = p, *comp; (comp = strsep(&s, "/"));) {
 		/* mkdirat never follows: an existing symlink here is EEXIST, then the O_NOFOLLOW
 		 * open below refuses it */
-		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+		bool made = mkdirat(cur, comp, 0755) == 0;
+		if (!made && errno != EEXIST)
+			return -errno;
+		/* a parent the layer did not list is the image root's, as an OCI runtime makes it */
+		if (made && uid != (uid_t)-1 && fchownat(cur, comp, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
 		int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0) {
@@ -36,9 +42,14 @@ static int make_dirs(int rootfd, const char *path, int *ret_fd)
 
 int layer_open_dir(int rootfd, const char *path, bool create, int *ret_fd)
 {
+	return layer_open_dir_as(rootfd, path, create, (uid_t)-1, (gid_t)-1, ret_fd);
+}
+
+int layer_open_dir_as(int rootfd, const char *path, bool create, uid_t uid, gid_t gid, int *ret_fd)
+{
 	int r = ws_open_beneath(rootfd, path, O_RDONLY | O_DIRECTORY, ret_fd);
 	if (r == -ENOENT && create)
-		return make_dirs(rootfd, path, ret_fd);
+		return make_dirs(rootfd, path, uid, gid, ret_fd);
 	return r;
 }
 

@@ -32,6 +32,8 @@ bool layer_pathset_has(const struct layer_pathset *s, const char *path);
  * create, missing components are made (mode 0755). -ELOOP when a component is a symlink,
  * -ENOTDIR when it is another non-directory. */
 int layer_open_dir(int rootfd, const char *path, bool create, int *ret_fd);
+/* The same; components it makes belong to uid:gid (not changed when -1). */
+int layer_open_dir_as(int rootfd, const char *path, bool create, uid_t uid, gid_t gid, int *ret_fd);
 /* Removes dirfd/name whatever it is (directories recursively, never following symlinks);
  * absent is fine. */
 int layer_remove_tree(int dirfd, const char *name, unsigned depth);

@@ -531,8 +531,17 @@ static void test_privileged_owner_shift(void **state)
 	archive_entry_set_uid(e, 70000);
 	archive_entry_set_gid(e, 4000000000LL);
 	put(t, e, NULL, 0);
+	/* parents no entry names are the image root's, shifted like everything else */
+	e = entry("implied/deeper/leaf", AE_IFREG, 0644);
+	archive_entry_set_size(e, 0);
+	put(t, e, NULL, 0);
 	apply_ok(f, t);
 	struct stat st;
+	assert_int_equal(fstatat(f->rootfd, "implied", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_uid, 2000000000u);
+	assert_int_equal(st.st_gid, 2100000000u);
+	assert_int_equal(fstatat(f->rootfd, "implied/deeper", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_uid, 2000000000u);
 	assert_int_equal(fstatat(f->rootfd, "rootfile", &st, 0), 0);
 	assert_int_equal(st.st_uid, 2000000000u);
 	assert_int_equal(st.st_gid, 2100000000u);
