@@ -47,6 +47,9 @@ struct box_config {
 	 * workspaces), or NULL. Best effort; h->ws_alias_made says whether the backend did it
 	 * (ns: while it builds the root; others leave it to a session of paddock-init). */
 	const char *ws_alias;
+	/* The supervisor copies the project straight into the box's /workspace (ns): the
+	 * backend hands over a directory fd of it (h->ws_fd) before any session can run. */
+	bool ws_direct;
 };
 
 /* A running box as the supervisor sees it. */
@@ -56,6 +59,8 @@ struct box_handle {
 	int pidfd;         /* pidfd of pid, or -1 */
 	int net_fd;        /* the box's network interface as the supervisor sees it (TAP fd), or -1 */
 	bool ws_alias_made; /* cfg->ws_alias was handled (made, or found impossible) by the backend */
+	bool has_ws_fd;     /* cfg->ws_direct: ws_fd is the box's /workspace (O_CLOEXEC) */
+	int ws_fd;
 	void *priv;        /* backend state (cgroup paths, ...) */
 };
 

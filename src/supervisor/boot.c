@@ -100,6 +100,9 @@ static int copy_ca(struct box *b, const char *path, pd_err *err)
 /* Stops what box_boot started when a later step of it fails. */
 static void boot_undo(struct box *b, struct sup_net *net)
 {
+	if (b->h.has_ws_fd)
+		close(b->h.ws_fd);
+	b->h.has_ws_fd = false;
 	box_kill(b);
 	sup_net_stop(net);
 	box_shutdown(b, false, 0);
@@ -114,9 +117,10 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	box_config_from_spec(spec, box_dir, &b.cfg);
 	int64_t t0 = mono_ms();
 	_cleanup_(wsbox_copy_endp) struct wsbox_copy *ws = NULL;
-	int r = box_workspace_begin(spec, box_dir, &ws, err);
+	int r = box_workspace_begin(spec, box_dir, b.rt == &runtime_ns, &ws, err);
 	if (r < 0)
 		return r;
+	b.cfg.ws_direct = box_workspace_direct(ws);
 	r = b.rt->start(&b.cfg, &b.h, err);
 	if (r < 0)
 		return r;

@@ -211,6 +211,7 @@ struct wsbox_copy {
 	int out_fd;            /* the producer's: it closes it */
 	int in_fd;             /* the feeding side's */
 	int saved_fd;          /* the copy saved at the last stop, fed instead of the project */
+	bool direct;           /* written straight into the box's /workspace (no tar) */
 	pthread_t thread;
 	bool producing;
 	_Atomic bool produced; /* the walk and the manifest are done */
@@ -218,6 +219,20 @@ struct wsbox_copy {
 	int r;
 	pd_err err;
 };
+
+/* What the box received (the copy-in manifest, for diff/apply) and what was left out. */
+static int save_records(int dirfd, const char *box_dir, const struct ws_manifest *m, const struct ws_notes *notes,
+			pd_err *err)
+{
+	int r = ws_manifest_save(m, dirfd, WSBOX_BASE_MANIFEST, err);
+	_cleanup_free_ char *notes_path = xasprintf("%s/%s", box_dir, WSBOX_NOTES);
+	FILE *nf = r == 0 ? fopen(notes_path, "we") : NULL;
+	for (size_t i = 0; nf && i < notes->n; i++)
+		fprintf(nf, "%s\t%s\n", ws_reason_str(notes->v[i].reason), notes->v[i].path);
+	if (nf)
+		fclose(nf);
+	return r;
+}
 
 static void *produce(void *arg)
 {
@@ -230,13 +245,7 @@ static void *produce(void *arg)
 					: ws_copyin(rootfd, p->out_fd, NULL, &m, &notes, &p->err);
 	close(p->out_fd);
 	if (r == 0)
-		r = ws_manifest_save(&m, dirfd, WSBOX_BASE_MANIFEST, &p->err);
-	_cleanup_free_ char *notes_path = xasprintf("%s/%s", p->box_dir, WSBOX_NOTES);
-	FILE *nf = r == 0 ? fopen(notes_path, "we") : NULL;
-	for (size_t i = 0; nf && i < notes.n; i++)
-		fprintf(nf, "%s\t%s\n", ws_reason_str(notes.v[i].reason), notes.v[i].path);
-	if (nf)
-		fclose(nf);
+		r = save_records(dirfd, p->box_dir, &m, &notes, &p->err);
 	p->entries = m.n;
 	ws_manifest_free(&m);
 	ws_notes_free(&notes);
@@ -277,7 +286,26 @@ static int open_saved(const char *box_dir)
 /* Starts the producer before the box exists: the walk of the project and libarchive's loading
  * overlap the box's own start, and a small tree is all in the pipe by the time paddock-init
  * greets. Nothing reaches the box until box_workspace_copyin feeds it. */
-int box_workspace_begin(const struct box_spec *spec, const char *box_dir, struct wsbox_copy **ret, pd_err *err)
+static bool dir_empty(const char *path)
+{
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+			return false;
+	return d != NULL;
+}
+
+static void *warm_up(void *arg)
+{
+	(void)arg;
+	uint8_t sha[WS_SHA256_LEN];
+	ws_hasher_final(ws_hasher_new(), sha);
+	return NULL;
+}
+
+int box_workspace_begin(const struct box_spec *spec, const char *box_dir, bool direct, struct wsbox_copy **ret,
+			pd_err *err)
 {
 	*ret = NULL;
 	if (!spec->workspace || !streq(spec->workspace, "copy") || !spec->project)
@@ -287,7 +315,16 @@ int box_workspace_begin(const struct box_spec *spec, const char *box_dir, struct
 	c->box_dir = xstrdup(box_dir);
 	c->out_fd = c->in_fd = -1;
 	c->saved_fd = open_saved(box_dir);
-	if (c->saved_fd < 0) {
+	/* a saved copy is the box's own output: it goes through tar in the box, never through
+	 * the supervisor's hands into the box's tree */
+	/* an empty project needs no copy at all: the walk (on the producer thread) finds that
+	 * and the box runs nothing (box_workspace_copyin) */
+	c->direct = direct && c->saved_fd < 0 && !dir_empty(spec->project);
+	if (c->direct) {
+		/* libcrypto (the copy's hashes) loads while the box starts, not after */
+		if (thread_start_quiet(&c->thread, NULL, warm_up, NULL) == 0)
+			c->producing = true;
+	} else if (c->saved_fd < 0) {
 		int pipefd[2];
 		if (pipe2(pipefd, O_CLOEXEC) < 0) {
 			int r = pd_error(err, errno, "cannot create a pipe");
@@ -309,6 +346,11 @@ int box_workspace_begin(const struct box_spec *spec, const char *box_dir, struct
 	return 0;
 }
 
+bool box_workspace_direct(const struct wsbox_copy *c)
+{
+	return c && c->direct;
+}
+
 void box_workspace_end(struct wsbox_copy *c)
 {
 	if (!c)
@@ -325,6 +367,48 @@ void box_workspace_end(struct wsbox_copy *c)
 	free(c);
 }
 
+static void on_direct_progress(void *ud, uint64_t bytes)
+{
+	ws_progress_update(ud, bytes);
+}
+
+/* ns: the project written straight into the box's /workspace by this process (the backend
+ * handed over a directory fd of it; paddock-init is the only process in the box and no
+ * session has run), with the workspace library's walk and rules (ws_copyin_to_dir: nothing
+ * in the destination is followed). The fd is closed before the box runs anything. */
+static int copy_direct(struct box *b, struct wsbox_copy *c, pd_err *err)
+{
+	if (c->producing) { /* the warm-up */
+		pthread_join(c->thread, NULL);
+		c->producing = false;
+	}
+	if (!b->h.has_ws_fd)
+		return pd_error_msg(err, EPROTO, "workspace copy-in: the backend did not hand over /workspace");
+	_cleanup_close_ int dst = b->h.ws_fd;
+	b->h.has_ws_fd = false, b->h.ws_fd = -1;
+	_cleanup_close_ int rootfd = open(c->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dirfd = open(c->box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0 || dirfd < 0)
+		return pd_error(err, errno, "cannot open %s", rootfd < 0 ? c->project : c->box_dir);
+	struct ws_progress bar;
+	ws_progress_start(&bar, "copying the project in", 0, true);
+	if (bar.on)
+		bar.total = tree_bytes(c->project);
+	struct ws_copyin_opts o = {.progress = bar.on ? on_direct_progress : NULL, .progress_ud = &bar};
+	struct ws_manifest m = {0};
+	struct ws_notes notes = {0};
+	int r = ws_copyin_to_dir(rootfd, dst, &o, &m, &notes, err);
+	ws_progress_end(&bar);
+	if (r == 0)
+		r = save_records(dirfd, c->box_dir, &m, &notes, err);
+	c->entries = m.n;
+	c->produced = true;
+	c->r = r;
+	ws_manifest_free(&m);
+	ws_notes_free(&notes);
+	return r < 0 ? pd_err_prefix(err, "cannot copy the project %s into the box", c->project) : 0;
+}
+
 int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
 {
 	if (!c)
@@ -334,11 +418,18 @@ int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
 	char msg[2048];
 	bool saved = c->saved_fd >= 0;
 	int st = 0;
+	if (c->direct) {
+		int r = copy_direct(b, c, err);
+		if (r < 0)
+			return r;
+	}
 	/* An empty project (the stream holds only its root, which tar would leave alone under
 	 * --no-overwrite-dir) needs no tar in the box, and no baseline: everything its diff will
 	 * see is new, and new entries are fetched with or without one. */
 	bool empty = c->produced && c->r == 0 && c->entries <= 1 && !saved;
-	if (empty) {
+	if (c->direct) {
+		pd_debug("workspace: %zu entries copied straight in", c->entries);
+	} else if (empty) {
 		pd_debug("workspace: empty, no tar");
 	} else {
 		struct ws_progress bar;

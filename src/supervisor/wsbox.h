@@ -18,7 +18,11 @@
  * the box; box_workspace_end joins and frees (also when the box never came up). *ret is NULL
  * when the spec asks for no copy. */
 struct wsbox_copy;
-int box_workspace_begin(const struct box_spec *spec, const char *box_dir, struct wsbox_copy **ret, pd_err *err);
+int box_workspace_begin(const struct box_spec *spec, const char *box_dir, bool direct, struct wsbox_copy **ret,
+			pd_err *err);
+/* Whether this copy goes straight into the box's /workspace (direct: the backend can hand it
+ * over, and there is no saved copy to restore): the caller then asks the backend for it. */
+bool box_workspace_direct(const struct wsbox_copy *c);
 int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err);
 void box_workspace_end(struct wsbox_copy *c);
 

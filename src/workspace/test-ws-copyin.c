@@ -212,6 +212,76 @@ static void test_copyin_empty_tree(void **state)
 	}
 }
 
+/* the direct copy (ns: into the box's /workspace): the destination holds exactly what the
+ * manifest says, with modes (a 0555 directory included) and mtimes, secrets left out,
+ * credentials filtered; a symlink already in the destination is never followed */
+static void test_copyin_to_dir(void **state)
+{
+	struct fx *f = *state;
+	tl_write(f->host, "src/main.c", "int main(void) { return 0; }\n", 0644);
+	tl_write(f->host, "run.sh", "#!/bin/sh\n", 0755);
+	tl_write(f->host, "ro/inside.txt", "x\n", 0444);
+	tl_write(f->host, ".env", "API_KEY=secret\n", 0600);
+	tl_write(f->host, ".git/config", "[credential]\n\thelper = store\n[core]\n\tbare = false\n", 0644);
+	_cleanup_free_ char *ro = xasprintf("%s/ro", f->host), *lnk = xasprintf("%s/link", f->host);
+	assert_int_equal(chmod(ro, 0555), 0);
+	assert_int_equal(symlink("src/main.c", lnk), 0);
+	struct timespec old[2] = {{1000000000, 0}, {1000000000, 5}};
+	_cleanup_free_ char *mc = xasprintf("%s/src/main.c", f->host);
+	assert_int_equal(utimensat(AT_FDCWD, mc, old, 0), 0);
+	_cleanup_free_ char *dst = xasprintf("%s/dst", f->dir);
+	assert_int_equal(mkdir(dst, 0755), 0);
+	_cleanup_close_ int root = tl_opendir(f->host), dfd = tl_opendir(dst);
+	struct ws_manifest sent = {0}, got = {0};
+	struct ws_notes notes = {0};
+	pd_err err = {0};
+	assert_int_equal(ws_copyin_to_dir(root, dfd, NULL, &sent, &notes, &err), 0);
+	assert_null(ws_manifest_find(&sent, ".env"));
+	assert_false(tl_exists(dst, ".env"));
+	tl_manifest_dir(dst, &got);
+	struct ws_diff d;
+	ws_diff_compute(&sent, &got, &d);
+	assert_int_equal(d.n, 0);
+	ws_diff_free(&d);
+	_cleanup_free_ char *cfg = tl_read(dst, ".git/config");
+	assert_string_equal(cfg, "[core]\n\tbare = false\n");
+	struct stat st;
+	_cleanup_free_ char *dmc = xasprintf("%s/src/main.c", dst), *dro = xasprintf("%s/ro", dst);
+	assert_int_equal(stat(dmc, &st), 0);
+	assert_int_equal(st.st_mtim.tv_sec, 1000000000);
+	assert_int_equal(st.st_mtim.tv_nsec, 5);
+	assert_int_equal(stat(dro, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0555);
+	ws_manifest_free(&sent);
+	ws_manifest_free(&got);
+	ws_notes_free(&notes);
+	/* a destination that already has symlinks where a directory and a file go (an image's
+	 * /workspace): they are replaced, as tar -x would, and nothing is written through them */
+	_cleanup_free_ char *dst2 = xasprintf("%s/dst2", f->dir), *away = xasprintf("%s/away", f->dir);
+	_cleanup_free_ char *trap = xasprintf("%s/src", dst2), *trap2 = xasprintf("%s/run.sh", dst2);
+	_cleanup_free_ char *awayf = xasprintf("%s/away/f", f->dir);
+	assert_int_equal(mkdir(dst2, 0755), 0);
+	assert_int_equal(mkdir(away, 0755), 0);
+	assert_int_equal(symlink(away, trap), 0);
+	assert_int_equal(symlink(awayf, trap2), 0);
+	_cleanup_close_ int dfd2 = tl_opendir(dst2);
+	struct ws_manifest m2 = {0}, got2 = {0};
+	struct ws_notes n2 = {0};
+	assert_int_equal(ws_copyin_to_dir(root, dfd2, NULL, &m2, &n2, &err), 0);
+	assert_int_equal(tl_count_entries(away), 0);
+	tl_manifest_dir(dst2, &got2);
+	ws_diff_compute(&m2, &got2, &d);
+	assert_int_equal(d.n, 0);
+	ws_diff_free(&d);
+	ws_manifest_free(&m2);
+	ws_manifest_free(&got2);
+	ws_notes_free(&n2);
+	_cleanup_free_ char *dro2 = xasprintf("%s/ro", dst2);
+	assert_int_equal(chmod(dro2, 0755), 0);
+	assert_int_equal(chmod(dro, 0755), 0); /* teardown removes the tree */
+	assert_int_equal(chmod(ro, 0755), 0);
+}
+
 static void test_copyin_refuses_symlinked_ignore(void **state)
 {
 	struct fx *f = *state;
@@ -253,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_gitconfig_filter),
 		cmocka_unit_test_setup_teardown(test_copyin_end_to_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copyin_empty_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copyin_to_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copyin_refuses_symlinked_ignore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tar_ingest_honours_ignore, setup, teardown),
 	};

@@ -1,4 +1,9 @@
 /* ws_copyin.c — the project's tar stream into a box, and its manifest (see ws_copyin.h). */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -10,12 +15,28 @@
 #define GITCONFIG_MAX (1u << 20)
 #define COPYIN_BLOCK (256 * 1024)
 
+/* a directory made by the direct copy: its mode and mtime are set once its entries exist */
+struct made_dir {
+	char *path;
+	mode_t mode;
+	struct timespec mtime;
+};
+
 struct copyin {
 	struct archive *a;
 	struct ws_ignore *ig;
 	struct ws_notes *notes;
 	char *buf;
-	int out_fd;
+	int out_fd;      /* the tar stream, or -1 */
+	int dst_fd;      /* the direct copy's destination directory, or -1 */
+	int file_fd;     /* the direct copy: the file being written */
+	struct made_dir *dirs;
+	size_t n_dirs, cap_dirs;
+	const struct ws_copyin_opts *o;
+	uint64_t written;
+	bool as_owner;            /* creations under the destination owner's ids (setfsuid) */
+	uid_t owner_uid, my_uid;
+	gid_t owner_gid, my_gid;
 };
 
 static int tar_error(struct copyin *c, pd_err *err, const char *path)
@@ -35,7 +56,21 @@ static enum ws_reason ci_exclude(void *ud, const char *path, bool is_dir)
 static int put_data(struct copyin *c, const void *buf, size_t n, ws_hasher *h)
 {
 	ws_hasher_update(h, buf, n);
+	if (c->dst_fd >= 0) {
+		int r = fd_write_all(c->file_fd, buf, n);
+		c->written += n;
+		if (r == 0 && c->o && c->o->progress)
+			c->o->progress(c->o->progress_ud, c->written);
+		return r;
+	}
 	return archive_write_data(c->a, buf, n) == (la_ssize_t)n ? 0 : -EIO;
+}
+
+static int sink_error(struct copyin *c, pd_err *err, const char *path, int r)
+{
+	if (c->dst_fd >= 0)
+		return ws_err_path(err, -r, "cannot copy into the box:", path);
+	return tar_error(c, err, path);
 }
 
 /* Streams exactly e->size bytes; a file that shrank while being read is padded with zeros
@@ -62,7 +97,8 @@ static int put_file(struct copyin *c, struct ws_entry *e, int fd, pd_err *err)
 			memset(c->buf, 0, want);
 			n = (ssize_t)want;
 		}
-		r = put_data(c, c->buf, (size_t)n, h) < 0 ? tar_error(c, err, e->path) : 0;
+		int w = put_data(c, c->buf, (size_t)n, h);
+		r = w < 0 ? sink_error(c, err, e->path, w) : 0;
 		left -= (uint64_t)n;
 	}
 	ws_hasher_final(h, e->sha256);
@@ -109,11 +145,139 @@ static int header(struct copyin *c, struct archive_entry *ae, const struct ws_en
 
 static struct archive *open_writer(int out_fd, pd_err *err);
 
+/* --- the direct copy: entries written beneath a directory of the box ----------------------
+ * Every name is resolved beneath dst_fd with no symlink followed (ws_open_parent: openat2
+ * RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or a component walk with O_NOFOLLOW) and created
+ * exclusively, so nothing already in the destination — an image's own /workspace content —
+ * can redirect a write. */
+
+/* The box's files belong to the box's user: its /workspace's owner as this host sees it. A
+ * root caller's boxes map no host id 0 (their ids are shifted), so what root creates there
+ * must carry the owner's ids (else EOVERFLOW): the creation calls alone run under them, set
+ * with setfsuid/setfsgid — per thread, so the rest of the process keeps its identity, and
+ * reading the project keeps the caller's own access. An ordinary caller owns /workspace
+ * already and switches nothing. */
+static void as_owner(struct copyin *c, bool on)
+{
+	if (!c->as_owner)
+		return;
+	if (on) {
+		syscall(SYS_setfsgid, c->owner_gid);
+		syscall(SYS_setfsuid, c->owner_uid);
+	} else {
+		syscall(SYS_setfsuid, c->my_uid);
+		syscall(SYS_setfsgid, c->my_gid);
+	}
+}
+
+/* Something the destination already had where an entry goes (an image's own /workspace
+ * content): removed if it is not a directory, as tar -x would; the entry is then created
+ * exclusively. A directory stays (EISDIR for a file entry). */
+static int replace(int pfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		return -1;
+	}
+	return unlinkat(pfd, name, 0);
+}
+
+static int direct_open(struct copyin *c, const struct ws_entry *e, int *ret_pfd, const char **ret_name, pd_err *err)
+{
+	int r = ws_open_parent(c->dst_fd, e->path, ret_pfd, ret_name);
+	return r < 0 ? ws_err_path(err, -r, "cannot open the parent in the box of", e->path) : 0;
+}
+
+static int direct_header(struct copyin *c, struct ws_entry *e, const struct stat *st, pd_err *err)
+{
+	_cleanup_close_ int pfd = -1;
+	const char *name;
+	int r = direct_open(c, e, &pfd, &name, err);
+	if (r < 0)
+		return r;
+	const struct timespec times[2] = {st->st_atim, st->st_mtim};
+	switch (e->type) {
+	case WS_DIR: {
+		struct stat have;
+		/* 0700 while its entries are made (a 0555 directory would refuse them) */
+		as_owner(c, true);
+		r = mkdirat(pfd, name, 0700) < 0 ? -errno : 0;
+		if (r == -EEXIST && fstatat(pfd, name, &have, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(have.st_mode))
+			r = replace(pfd, name) < 0 ? -errno : mkdirat(pfd, name, 0700) < 0 ? -errno : 0;
+		else if (r == -EEXIST)
+			r = 0; /* a directory already (an image's own /workspace content) */
+		as_owner(c, false);
+		if (r < 0)
+			return ws_err_path(err, -r, "cannot create in the box:", e->path);
+		if (c->n_dirs == c->cap_dirs) {
+			c->cap_dirs = c->cap_dirs ? 2 * c->cap_dirs : 64;
+			c->dirs = xrealloc(c->dirs, c->cap_dirs * sizeof(*c->dirs));
+		}
+		c->dirs[c->n_dirs++] = (struct made_dir){xstrdup(e->path), e->mode & 0777, st->st_mtim};
+		return 0;
+	}
+	case WS_SYMLINK:
+		as_owner(c, true);
+		r = symlinkat(e->target, pfd, name) < 0 ? -errno : 0;
+		if (r == -EEXIST)
+			r = replace(pfd, name) < 0 ? -errno : symlinkat(e->target, pfd, name) < 0 ? -errno : 0;
+		as_owner(c, false);
+		if (r < 0)
+			return ws_err_path(err, -r, "cannot create in the box:", e->path);
+		(void)utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW);
+		return 0;
+	case WS_FILE:
+		as_owner(c, true);
+		c->file_fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (c->file_fd < 0 && errno == EEXIST && replace(pfd, name) == 0)
+			c->file_fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		r = c->file_fd < 0 ? -errno : 0;
+		as_owner(c, false);
+		return r < 0 ? ws_err_path(err, -r, "cannot create in the box:", e->path) : 0;
+	default:
+		return 0;
+	}
+}
+
+/* after the content: the project's permission bits (not the umask's) and mtime */
+static int direct_finish_file(struct copyin *c, const struct ws_entry *e, const struct stat *st, pd_err *err)
+{
+	const struct timespec times[2] = {st->st_atim, st->st_mtim};
+	int r = 0;
+	if (fchmod(c->file_fd, e->mode & 0777) < 0 || futimens(c->file_fd, times) < 0)
+		r = ws_err_path(err, errno, "cannot set the mode of", e->path);
+	close(c->file_fd);
+	c->file_fd = -1;
+	return r;
+}
+
+/* Directories last, deepest first: their modes and mtimes (adding entries changed them). */
+static int direct_finish_dirs(struct copyin *c, pd_err *err)
+{
+	int r = 0;
+	for (size_t i = c->n_dirs; i-- > 0;) {
+		struct made_dir *d = &c->dirs[i];
+		_cleanup_close_ int fd = -1;
+		int q = r == 0 ? ws_open_beneath(c->dst_fd, d->path, O_RDONLY | O_DIRECTORY, &fd) : 0;
+		const struct timespec times[2] = {d->mtime, d->mtime};
+		if (r == 0 && (q < 0 || fchmod(fd, d->mode) < 0 || futimens(fd, times) < 0))
+			r = ws_err_path(err, q < 0 ? -q : errno, "cannot set the mode of", d->path);
+		free(d->path);
+	}
+	free(c->dirs);
+	c->dirs = NULL;
+	c->n_dirs = c->cap_dirs = 0;
+	return r;
+}
+
 static int ci_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st, pd_err *err)
 {
 	struct copyin *c = ud;
 	/* the writer (and with it libarchive, loaded on first use) only once there is an entry */
-	if (!c->a && !(c->a = open_writer(c->out_fd, err)))
+	if (c->dst_fd < 0 && !c->a && !(c->a = open_writer(c->out_fd, err)))
 		return -EIO;
 	_cleanup_free_ char *cfg = NULL;
 	size_t cfglen = 0;
@@ -123,17 +287,30 @@ static int ci_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st, 
 	}
 	if (e->type == WS_FILE)
 		e->size = cfg ? cfglen : (uint64_t)st->st_size;
-	struct archive_entry *ae = archive_entry_new();
-	int r = header(c, ae, e, st, err);
-	archive_entry_free(ae);
+	int r;
+	if (c->dst_fd >= 0) {
+		r = direct_header(c, e, st, err);
+	} else {
+		struct archive_entry *ae = archive_entry_new();
+		r = header(c, ae, e, st, err);
+		archive_entry_free(ae);
+	}
 	if (r < 0 || e->type != WS_FILE)
 		return r;
-	if (!cfg)
-		return put_file(c, e, fd, err);
-	ws_hasher *h = ws_hasher_new();
-	r = put_data(c, cfg, cfglen, h);
-	ws_hasher_final(h, e->sha256);
-	return r < 0 ? tar_error(c, err, e->path) : 0;
+	if (!cfg) {
+		r = put_file(c, e, fd, err);
+	} else {
+		ws_hasher *h = ws_hasher_new();
+		int w = put_data(c, cfg, cfglen, h);
+		ws_hasher_final(h, e->sha256);
+		r = w < 0 ? sink_error(c, err, e->path, w) : 0;
+	}
+	if (c->dst_fd >= 0) {
+		int q = direct_finish_file(c, e, st, err);
+		if (r == 0)
+			r = q;
+	}
+	return r;
 }
 
 static struct archive *open_writer(int out_fd, pd_err *err)
@@ -155,10 +332,38 @@ static struct archive *open_writer(int out_fd, pd_err *err)
 	return a;
 }
 
+int ws_copyin_to_dir(int rootfd, int dst_fd, const struct ws_copyin_opts *o,
+		     struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err)
+{
+	struct copyin c = {.notes = notes, .out_fd = -1, .dst_fd = dst_fd, .file_fd = -1, .o = o};
+	struct stat dst;
+	if (fstat(dst_fd, &dst) < 0)
+		return pd_error(err, errno, "cannot inspect the destination");
+	c.my_uid = geteuid(), c.my_gid = getegid();
+	c.owner_uid = dst.st_uid, c.owner_gid = dst.st_gid;
+	c.as_owner = c.owner_uid != c.my_uid || c.owner_gid != c.my_gid;
+	int r = ws_ignore_load(rootfd, !(o && o->no_default_excludes), &c.ig, err);
+	if (r < 0)
+		return r;
+	c.buf = xmalloc(WS_IO_CHUNK);
+	struct ws_scan_ops ops = {.exclude = ci_exclude, .emit = ci_emit, .ud = &c};
+	r = ws_scan(rootfd, o ? o->limits : NULL, &ops, ret_manifest, notes, err);
+	if (c.file_fd >= 0)
+		close(c.file_fd);
+	int q = direct_finish_dirs(&c, r == 0 ? err : NULL);
+	if (r == 0 && q < 0) {
+		r = q;
+		ws_manifest_free(ret_manifest);
+	}
+	ws_ignore_free(c.ig);
+	free(c.buf);
+	return r;
+}
+
 int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,
 	      struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err)
 {
-	struct copyin c = {.notes = notes, .out_fd = out_fd};
+	struct copyin c = {.notes = notes, .out_fd = out_fd, .dst_fd = -1, .file_fd = -1};
 	int r = ws_ignore_load(rootfd, !(o && o->no_default_excludes), &c.ig, err);
 	if (r < 0)
 		return r;

@@ -15,7 +15,18 @@
 struct ws_copyin_opts {
 	const struct ws_limits *limits; /* NULL: WS_LIMITS_DEFAULT */
 	bool no_default_excludes;       /* keep .env, keys, ... (the user asked explicitly) */
+	/* ws_copyin_to_dir: called with the bytes written so far (a progress bar), or NULL */
+	void (*progress)(void *ud, uint64_t bytes);
+	void *progress_ud;
 };
 
 int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,
 	      struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err);
+
+/* The same walk, rules and manifest, but the entries are written beneath dst_fd (a directory
+ * of a box that no process of the box can touch yet: the ns backend hands its /workspace over
+ * before any session runs) instead of into a tar stream: no archive, no tar in the box, one
+ * copy of each byte. Names are resolved beneath dst_fd without following any symlink and
+ * created exclusively; files and directories get the project's permission bits and mtimes. */
+int ws_copyin_to_dir(int rootfd, int dst_fd, const struct ws_copyin_opts *o,
+		     struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err);

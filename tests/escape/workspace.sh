@@ -3,6 +3,7 @@
 # of the project, then `diff` and `apply` run on the host; each test asserts the attack was
 # refused and that host canaries outside the project are byte-for-byte unchanged.
 . "$(dirname "$0")/../lib.sh"
+REG=$(cd "$(dirname "${BASH_SOURCE[0]}")/../registry" && pwd)
 
 setup_proj() {
 	P=$PADDOCK_HOME/proj
@@ -118,6 +119,26 @@ t_git_hooks_and_fsmonitor_are_not_applied() {
 	[ ! -e "$P/.gitattributes" ] || fail "a filter line was written"
 	canary_unchanged
 	done_proj
+}
+
+# copy-in attack from an image: its /workspace already holds symlinks where the project has a
+# directory and a file (sub -> /etc, a.txt -> /etc/passwd); the copy replaces them (as tar -x
+# would) and writes nothing through them — on ns the supervisor writes the copy itself
+t_image_workspace_symlinks_do_not_redirect_the_copy() {
+	# (vm: the guest's copy-in is GNU tar from the image, which a busybox image lacks)
+	pd_only ns "the supervisor's direct copy into an image box's /workspace"
+	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
+	python3 "$REG/mkimage.py" layout "$PADDOCK_HOME/wsimg" --add-file /bin/busybox:/bin/busybox \
+		--symlink bin/sh:busybox --symlink workspace/sub:/etc --symlink workspace/a.txt:/etc/passwd
+	pd image import --name local/wsimg:1 "$PADDOCK_HOME/wsimg" >/dev/null 2>&1
+	local P=$PADDOCK_HOME/proj2 out
+	mkdir -p "$P/sub" && echo project >"$P/a.txt" && echo planted >"$P/sub/x" && chmod -R a+rwX "$P"
+	out=$(cd "$P" && pd_run -T --image local/wsimg:1 -- /bin/busybox sh -c \
+		'test -d /workspace/sub && test ! -L /workspace/sub && echo dir-ok; cat /workspace/a.txt /workspace/sub/x; test -e /etc/x && echo LEAKED; [ "$(/bin/busybox head -c 7 /etc/passwd)" = project ] && echo LEAKED; true' 2>&1)
+	assert_contains "$out" "dir-ok"
+	assert_contains "$out" "project"
+	assert_contains "$out" "planted"
+	assert_not_contains "$out" "LEAKED"
 }
 
 run_tests

@@ -110,6 +110,7 @@ struct ns_plan {
 	unsigned fail_mask;
 	/* network (issue 4): a TAP "eth0" in the box's netns, its fd sent back on sync_fd */
 	bool network;
+	bool ws_fd_wanted;        /* hand the box's /workspace (a directory fd) to the parent */
 	/* fds as the child sees them */
 	int sync_fd;              /* parent writes one byte when the id maps (and a cgroup it had to
 				   * move the child into) are in place */
@@ -147,6 +148,12 @@ static inline bool ns_injected(const struct ns_plan *p, enum ns_layer l)
 int ns_net_tap(const struct ns_plan *p, struct ns_report *rep);
 /* parent: receives the TAP fd the child sent (the child has already exec'd or failed). */
 int ns_net_recv_tap(int sock, int *ret_fd, pd_err *err);
+/* child, after the pivot: sends an fd of the box's /workspace to the parent over p->sync_fd
+ * (after the TAP's), so the supervisor can copy the project in before any session runs.
+ * No-op without p->ws_fd_wanted. */
+int ns_ws_send(const struct ns_plan *p, struct ns_report *rep);
+/* parent: receives it. */
+int ns_ws_recv(int sock, int *ret_fd, pd_err *err);
 
 /* child: the whole setup of the box after clone3; never returns. */
 _noreturn_ void ns_child_main(const struct ns_plan *p);

@@ -130,7 +130,7 @@ static int setup(const struct ns_plan *p, int bind_fds[], int *report_fd, struct
 	if (become_box_user(p, rep) < 0 || die_with_parent(p, rep) < 0 || cgroup_ns(p, rep) < 0)
 		return -1;
 	ns_trace(p, "user");
-	if (ns_rootfs_build(p, bind_fds, rep) < 0 || uts_and_net(p, rep) < 0)
+	if (ns_rootfs_build(p, bind_fds, rep) < 0 || uts_and_net(p, rep) < 0 || ns_ws_send(p, rep) < 0)
 		return -1;
 	ns_trace(p, "rootfs");
 	umask(022);

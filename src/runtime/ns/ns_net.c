@@ -51,8 +51,8 @@ static int configure(struct ns_report *rep)
 	return 0;
 }
 
-/* child: one message carrying the fd; the buffers are on the stack. */
-static int send_fd(int sock, int fd, struct ns_report *rep)
+/* child: one message carrying the fd; the buffers are on the stack. -errno on failure. */
+static int send_fd(int sock, int fd)
 {
 	char byte = 'n';
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
@@ -67,9 +67,7 @@ static int send_fd(int sock, int fd, struct ns_report *rep)
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
-		return ns_fail(rep, NS_LAYER_NET, errno, "cannot hand the TAP device to the supervisor");
-	return 0;
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
 
 int ns_net_tap(const struct ns_plan *p, struct ns_report *rep)
@@ -82,14 +80,14 @@ int ns_net_tap(const struct ns_plan *p, struct ns_report *rep)
 	if (fd < 0)
 		return -1;
 	int r = configure(rep);
-	if (r == 0)
-		r = send_fd(p->sync_fd, fd, rep);
+	if (r == 0 && (r = send_fd(p->sync_fd, fd)) < 0)
+		r = ns_fail(rep, NS_LAYER_NET, -r, "cannot hand the TAP device to the supervisor");
 	/* the box keeps no handle on its own interface: only the supervisor holds the fd */
 	close(fd);
 	return r;
 }
 
-int ns_net_recv_tap(int sock, int *ret_fd, pd_err *err)
+static int recv_fd(int sock, int *ret_fd)
 {
 	char byte;
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
@@ -101,9 +99,32 @@ int ns_net_recv_tap(int sock, int *ret_fd, pd_err *err)
 	ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
 	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -EPROTO;
+	memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	return 0;
+}
+
+int ns_net_recv_tap(int sock, int *ret_fd, pd_err *err)
+{
+	if (recv_fd(sock, ret_fd) < 0)
 		return pd_error_msg(err, EPROTO, "the box's first process did not hand over its network interface");
-	int fd;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	*ret_fd = fd;
+	return 0;
+}
+
+int ns_ws_send(const struct ns_plan *p, struct ns_report *rep)
+{
+	if (!p->ws_fd_wanted)
+		return 0;
+	int fd = open("/workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = fd < 0 ? -errno : send_fd(p->sync_fd, fd);
+	if (fd >= 0)
+		close(fd);
+	return r < 0 ? ns_fail(rep, NS_LAYER_MOUNT, -r, "cannot hand /workspace to the supervisor") : 0;
+}
+
+int ns_ws_recv(int sock, int *ret_fd, pd_err *err)
+{
+	if (recv_fd(sock, ret_fd) < 0)
+		return pd_error_msg(err, EPROTO, "the box's first process did not hand over its /workspace");
 	return 0;
 }

@@ -164,6 +164,7 @@ static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_f
 	p->rootfs = cfg->rootfs;
 	p->rootfs_upper = cfg->rootfs ? cfg->rootfs_upper : NULL;
 	p->ws_alias = cfg->ws_alias;
+	p->ws_fd_wanted = cfg->ws_direct;
 	ns_etc_generate(cfg->name, access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh", c->etc);
 	if (cfg->network)
 		use_box_resolver(c->etc);
@@ -382,7 +383,12 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	pd_debug("ns: child exec'd");
 	if (r == 0 && cfg->network && ns_net_recv_tap(c.sync[1], &c.net_fd, err) < 0)
 		r = layer_error(err, NS_LAYER_NET);
+	int ws_fd = -1;
+	if (r == 0 && cfg->ws_direct && ns_ws_recv(c.sync[1], &ws_fd, err) < 0)
+		r = layer_error(err, NS_LAYER_MOUNT);
 	if (r < 0) {
+		if (ws_fd >= 0)
+			close(ws_fd);
 		undo(&c);
 		ctx_free(&c);
 		return r;
@@ -390,7 +396,8 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	struct ns_box *b = xcalloc(1, sizeof(*b));
 	b->cg = TAKE_PTR(c.cg);
 	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd),
-				   .net_fd = TAKE_FD(c.net_fd), .ws_alias_made = cfg->ws_alias != NULL, .priv = b};
+				   .net_fd = TAKE_FD(c.net_fd), .ws_alias_made = cfg->ws_alias != NULL,
+				   .has_ws_fd = ws_fd >= 0, .ws_fd = ws_fd, .priv = b};
 	ctx_free(&c);
 	pd_debug("ns: box %s is pid %d (root %s)", cfg->name, (int)ret->pid, c.plan.root_ok ? "mapped" : "absent");
 	return 0;
