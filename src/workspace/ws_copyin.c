@@ -332,6 +332,18 @@ static struct archive *open_writer(int out_fd, pd_err *err)
 	return a;
 }
 
+/* The walk both sinks share: the ignore rules, then every entry through ci_emit. */
+static int walk(struct copyin *c, int rootfd, const struct ws_copyin_opts *o, struct ws_manifest *ret_manifest,
+		struct ws_notes *notes, pd_err *err)
+{
+	int r = ws_ignore_load(rootfd, !(o && o->no_default_excludes), &c->ig, err);
+	if (r < 0)
+		return r;
+	c->buf = xmalloc(WS_IO_CHUNK);
+	struct ws_scan_ops ops = {.exclude = ci_exclude, .emit = ci_emit, .ud = c};
+	return ws_scan(rootfd, o ? o->limits : NULL, &ops, ret_manifest, notes, err);
+}
+
 int ws_copyin_to_dir(int rootfd, int dst_fd, const struct ws_copyin_opts *o,
 		     struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err)
 {
@@ -342,12 +354,7 @@ int ws_copyin_to_dir(int rootfd, int dst_fd, const struct ws_copyin_opts *o,
 	c.my_uid = geteuid(), c.my_gid = getegid();
 	c.owner_uid = dst.st_uid, c.owner_gid = dst.st_gid;
 	c.as_owner = c.owner_uid != c.my_uid || c.owner_gid != c.my_gid;
-	int r = ws_ignore_load(rootfd, !(o && o->no_default_excludes), &c.ig, err);
-	if (r < 0)
-		return r;
-	c.buf = xmalloc(WS_IO_CHUNK);
-	struct ws_scan_ops ops = {.exclude = ci_exclude, .emit = ci_emit, .ud = &c};
-	r = ws_scan(rootfd, o ? o->limits : NULL, &ops, ret_manifest, notes, err);
+	int r = walk(&c, rootfd, o, ret_manifest, notes, err);
 	if (c.file_fd >= 0)
 		close(c.file_fd);
 	int q = direct_finish_dirs(&c, r == 0 ? err : NULL);
@@ -364,12 +371,7 @@ int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,
 	      struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err)
 {
 	struct copyin c = {.notes = notes, .out_fd = out_fd, .dst_fd = -1, .file_fd = -1};
-	int r = ws_ignore_load(rootfd, !(o && o->no_default_excludes), &c.ig, err);
-	if (r < 0)
-		return r;
-	c.buf = xmalloc(WS_IO_CHUNK);
-	struct ws_scan_ops ops = {.exclude = ci_exclude, .emit = ci_emit, .ud = &c};
-	r = ws_scan(rootfd, o ? o->limits : NULL, &ops, ret_manifest, notes, err);
+	int r = walk(&c, rootfd, o, ret_manifest, notes, err);
 	if (!c.a) {
 		/* nothing to send: an empty archive is its end marker alone, two zero-filled
 		 * 512-byte records (POSIX ustar), what libarchive would have written — without
