@@ -9,7 +9,8 @@ BUILD="build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
        libhttp-parser-dev libcap-dev liblz4-dev liblzma-dev libzstd-dev libcurl4-openssl-dev"
 RUN="uidmap iproute2 procps util-linux ca-certificates tar git
      qemu-system-x86 qemu-utils e2fsprogs mmdebstrap"
-TEST="libcmocka-dev bubblewrap python3 psmisc hyperfine time curl socat strace openssl bsdutils"
+TEST="libcmocka-dev bubblewrap python3 psmisc hyperfine time curl socat strace openssl bsdutils
+      busybox-static file"
 
 if [ "$(id -u)" != 0 ]; then
 	exec sudo "$0" "$@"
