@@ -302,6 +302,13 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err
 	return ws_manifest_save(&s->box, s->box_fd, saved, err);
 }
 
+/* 0, or -1 with errno */
+static int fsync_path(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return fd < 0 || fsync(fd) < 0 ? -1 : 0;
+}
+
 int wsnap_save_tar(const char *box_dir, pd_err *err)
 {
 	struct box_spec spec = {0};
@@ -331,6 +338,14 @@ int wsnap_save_tar(const char *box_dir, pd_err *err)
 		unlink(tmp);
 		return pd_error_msg(err, EIO, "could not save the workspace before stopping (status %d)",
 				    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+	/* the saved copy outlives the box: it and the copy-in manifest it is judged against (an
+	 * ns box's was written without a sync, its copy being in memory) reach the disk first */
+	_cleanup_free_ char *base = xasprintf("%s/%s", box_dir, WSBOX_BASE_MANIFEST);
+	if (fsync_path(tmp) < 0 || (fsync_path(base) < 0 && errno != ENOENT)) {
+		int e = errno;
+		unlink(tmp);
+		return pd_error(err, e, "cannot save %s", dst);
 	}
 	return rename(tmp, dst) < 0 ? pd_error(err, errno, "cannot save %s", dst) : 0;
 }

@@ -201,6 +201,20 @@ static void save_baseline(int ctl_fd, const char *box_dir, bool restored)
 	unlink(dst);
 }
 
+/* The direct copy's baseline: the writer's own scan of what it made (no session in the box;
+ * the host's word, not the box's). Not synced, like the manifest beside it: the copy it
+ * describes lives in the box's memory. Without it, diff fetches everything: slower, as safe. */
+static void save_own_baseline(int dirfd, const struct ws_bscan *scan)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len = ws_bscan_encode(scan, &buf);
+	_cleanup_close_ int fd = openat(dirfd, WSBOX_BASELINE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fd_write_all(fd, buf, len) < 0 || renameat(dirfd, WSBOX_BASELINE ".tmp", dirfd, WSBOX_BASELINE) < 0) {
+		pd_debug("no workspace baseline: %s", strerror(errno));
+		unlinkat(dirfd, WSBOX_BASELINE ".tmp", 0);
+	}
+}
+
 /* The producer: walks the project, writes the tar stream to out_fd (and closes it), saves the
  * copy-in manifest and the list of what was left out beside the box. A thread, not a forked
  * child: the supervisor already runs its network thread, and a child forked from a threaded
@@ -222,9 +236,10 @@ struct wsbox_copy {
 
 /* What the box received (the copy-in manifest, for diff/apply) and what was left out. */
 static int save_records(int dirfd, const char *box_dir, const struct ws_manifest *m, const struct ws_notes *notes,
-			pd_err *err)
+			bool durable, pd_err *err)
 {
-	int r = ws_manifest_save(m, dirfd, WSBOX_BASE_MANIFEST, err);
+	int r = durable ? ws_manifest_save(m, dirfd, WSBOX_BASE_MANIFEST, err)
+			: ws_manifest_save_nosync(m, dirfd, WSBOX_BASE_MANIFEST, err);
 	_cleanup_free_ char *notes_path = xasprintf("%s/%s", box_dir, WSBOX_NOTES);
 	FILE *nf = r == 0 ? fopen(notes_path, "we") : NULL;
 	for (size_t i = 0; nf && i < notes->n; i++)
@@ -245,7 +260,7 @@ static void *produce(void *arg)
 					: ws_copyin(rootfd, p->out_fd, NULL, &m, &notes, &p->err);
 	close(p->out_fd);
 	if (r == 0)
-		r = save_records(dirfd, p->box_dir, &m, &notes, &p->err);
+		r = save_records(dirfd, p->box_dir, &m, &notes, true, &p->err);
 	p->entries = m.n;
 	ws_manifest_free(&m);
 	ws_notes_free(&notes);
@@ -394,13 +409,20 @@ static int copy_direct(struct box *b, struct wsbox_copy *c, pd_err *err)
 	ws_progress_start(&bar, "copying the project in", 0, true);
 	if (bar.on)
 		bar.total = tree_bytes(c->project);
-	struct ws_copyin_opts o = {.progress = bar.on ? on_direct_progress : NULL, .progress_ud = &bar};
+	struct ws_bscan scan = {0};
+	struct ws_copyin_opts o = {.progress = bar.on ? on_direct_progress : NULL, .progress_ud = &bar,
+				   .baseline = &scan};
 	struct ws_manifest m = {0};
 	struct ws_notes notes = {0};
 	int r = ws_copyin_to_dir(rootfd, dst, &o, &m, &notes, err);
 	ws_progress_end(&bar);
 	if (r == 0)
-		r = save_records(dirfd, c->box_dir, &m, &notes, err);
+		save_own_baseline(dirfd, &scan);
+	ws_bscan_free(&scan);
+	/* not synced: this copy lives in the box's memory (ns) and dies with the host; a stop
+	 * that saves it syncs the manifest with it (wsnap_save_tar) */
+	if (r == 0)
+		r = save_records(dirfd, c->box_dir, &m, &notes, false, err);
 	c->entries = m.n;
 	c->produced = true;
 	c->r = r;
@@ -458,7 +480,7 @@ int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
 	/* a restored copy is the box's own work, not what it received: its baseline keeps only
 	 * the files it holds exactly as they were copied in */
 	pd_debug("workspace: copied in");
-	if (!empty) {
+	if (!empty && !c->direct) {
 		save_baseline(b->h.ctl_fd, c->box_dir, saved);
 		pd_debug("workspace: baseline saved");
 	}

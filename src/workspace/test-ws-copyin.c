@@ -282,6 +282,79 @@ static void test_copyin_to_dir(void **state)
 	assert_int_equal(chmod(ro, 0755), 0);
 }
 
+/* the direct copy's writing thread: a file of several chunks keeps its bytes, mode and mtime
+ * (each chunk is its own queue item), an empty file is made, the baseline it records is the
+ * scan the box would make (every entry, the inode numbers the destination has), and a
+ * failure on the writer's side comes back as the copy's error with the entry's name */
+static void test_copyin_to_dir_writer(void **state)
+{
+	struct fx *f = *state;
+	size_t big = 700001;
+	_cleanup_free_ char *bytes = xmalloc(big + 1);
+	for (size_t i = 0; i < big; i++)
+		bytes[i] = (char)('a' + i % 23);
+	bytes[big] = '\0';
+	tl_write(f->host, "data/big.bin", bytes, 0640);
+	tl_write(f->host, "data/empty", "", 0600);
+	tl_write(f->host, "run.sh", "#!/bin/sh\n", 0755);
+	_cleanup_free_ char *bigp = xasprintf("%s/data/big.bin", f->host), *lnk = xasprintf("%s/l", f->host);
+	struct timespec old[2] = {{1000000000, 0}, {1000000000, 7}};
+	assert_int_equal(utimensat(AT_FDCWD, bigp, old, 0), 0);
+	assert_int_equal(symlink("data/big.bin", lnk), 0);
+	_cleanup_free_ char *dst = xasprintf("%s/dst", f->dir);
+	assert_int_equal(mkdir(dst, 0755), 0);
+	_cleanup_close_ int root = tl_opendir(f->host), dfd = tl_opendir(dst);
+	struct ws_manifest sent = {0}, got = {0};
+	struct ws_notes notes = {0};
+	struct ws_bscan scan = {0};
+	struct ws_copyin_opts o = {.baseline = &scan};
+	pd_err err = {0};
+	assert_int_equal(ws_copyin_to_dir(root, dfd, &o, &sent, &notes, &err), 0);
+	tl_manifest_dir(dst, &got);
+	struct ws_diff d;
+	ws_diff_compute(&sent, &got, &d);
+	assert_int_equal(d.n, 0);
+	ws_diff_free(&d);
+	struct stat st;
+	_cleanup_free_ char *dbig = xasprintf("%s/data/big.bin", dst);
+	assert_int_equal(stat(dbig, &st), 0);
+	assert_int_equal(st.st_size, (off_t)big);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_mtim.tv_sec, 1000000000);
+	assert_int_equal(st.st_mtim.tv_nsec, 7);
+	_cleanup_free_ char *back = tl_read(dst, "data/big.bin");
+	assert_memory_equal(back, bytes, big);
+	/* the baseline: one record per entry made, as lstat of the destination sees it now */
+	size_t made = 0;
+	for (size_t i = 0; i < sent.n; i++)
+		made += strcmp(sent.v[i].path, ".") != 0 && sent.v[i].path[0] != '\0';
+	assert_int_equal(scan.n, made);
+	for (size_t i = 0; i < scan.n; i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", dst, scan.v[i].path);
+		assert_int_equal(lstat(p, &st), 0);
+		assert_int_equal(scan.v[i].ino, (uint64_t)st.st_ino);
+		assert_int_equal(scan.v[i].mode, st.st_mode & 07777);
+		assert_int_equal(scan.v[i].ctime_s, st.st_ctim.tv_sec);
+		assert_int_equal(scan.v[i].ctime_ns, st.st_ctim.tv_nsec);
+		assert_int_equal(scan.v[i].kind, S_ISDIR(st.st_mode) ? 'd' : S_ISLNK(st.st_mode) ? 'l' : 'f');
+	}
+	ws_bscan_free(&scan);
+	ws_manifest_free(&sent);
+	ws_manifest_free(&got);
+	ws_notes_free(&notes);
+	/* a directory where a file goes: the writer cannot replace it; the copy fails, naming it */
+	_cleanup_free_ char *dst2 = xasprintf("%s/dst2", f->dir), *block = xasprintf("%s/dst2/run.sh", f->dir);
+	assert_int_equal(mkdir(dst2, 0755), 0);
+	assert_int_equal(mkdir(block, 0755), 0);
+	_cleanup_close_ int dfd2 = tl_opendir(dst2);
+	struct ws_manifest m2 = {0};
+	struct ws_notes n2 = {0};
+	assert_true(ws_copyin_to_dir(root, dfd2, NULL, &m2, &n2, &err) < 0);
+	assert_non_null(strstr(err.msg, "run.sh"));
+	assert_int_equal(m2.n, 0);
+	ws_notes_free(&n2);
+}
+
 static void test_copyin_refuses_symlinked_ignore(void **state)
 {
 	struct fx *f = *state;
@@ -324,6 +397,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_copyin_end_to_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copyin_empty_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copyin_to_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copyin_to_dir_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copyin_refuses_symlinked_ignore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tar_ingest_honours_ignore, setup, teardown),
 	};

@@ -8,6 +8,23 @@
 
 #define BSCAN_FILE_MAX (512u << 20)
 
+void ws_bscan_add_stat(struct ws_bscan *s, const char *path, const char *target, const struct stat *st)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 256;
+		s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+	}
+	mode_t m = st->st_mode;
+	uint8_t kind = S_ISREG(m) ? WSSCAN_FILE : S_ISDIR(m) ? WSSCAN_DIR : S_ISLNK(m) && target ? WSSCAN_LINK : WSSCAN_OTHER;
+	s->v[s->n++] = (struct ws_bstat){
+		.path = xstrdup(path), .target = kind == WSSCAN_LINK ? xstrdup(target) : NULL, .kind = kind,
+		.mode = m & 07777, .size = (uint64_t)st->st_size, .ino = st->st_ino,
+		.mtime_s = st->st_mtim.tv_sec, .mtime_ns = (uint32_t)st->st_mtim.tv_nsec,
+		.ctime_s = st->st_ctim.tv_sec, .ctime_ns = (uint32_t)st->st_ctim.tv_nsec,
+	};
+	s->names += strlen(path) + (target ? strlen(target) : 0);
+}
+
 void ws_bscan_free(struct ws_bscan *s)
 {
 	for (size_t i = 0; s && i < s->n; i++) {

@@ -9,6 +9,8 @@
  * the box wrote, and everything fetched is hashed from the bytes actually received. */
 #pragma once
 
+#include <sys/stat.h>
+
 #include "workspace/ws_ignore.h"
 #include "workspace/ws_manifest.h"
 
@@ -32,6 +34,10 @@ struct ws_bscan {
 };
 
 void ws_bscan_free(struct ws_bscan *s);
+/* Appends the record the box's scan would make of path (relative to the scanned root) with
+ * lstat result st: the host's own scan of a copy it has just written (ws_dirwriter). Unsorted:
+ * the loader sorts. */
+void ws_bscan_add_stat(struct ws_bscan *s, const char *path, const char *target, const struct stat *st);
 /* Feeds n more bytes of the stream. Returns 1 once the END record has been read (its count
  * must match; nothing may follow it in the same feed), 0 when more is needed, -EBADMSG for
  * a malformed record, -EFBIG past lim's entry or name-bytes caps. On success the records

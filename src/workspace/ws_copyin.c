@@ -1,8 +1,6 @@
 /* ws_copyin.c — the project's tar stream into a box, and its manifest (see ws_copyin.h). */
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <linux/capability.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -10,18 +8,12 @@
 
 #include "util/fdio.h"
 #include "ws_copyin.h"
+#include "ws_dirwriter.h"
 #include "ws_ignore.h"
 #include "ws_scan.h"
 
 #define GITCONFIG_MAX (1u << 20)
 #define COPYIN_BLOCK (256 * 1024)
-
-/* a directory made by the direct copy: its mode and mtime are set once its entries exist */
-struct made_dir {
-	char *path;
-	mode_t mode;
-	struct timespec mtime;
-};
 
 struct copyin {
 	struct archive *a;
@@ -29,17 +21,10 @@ struct copyin {
 	struct ws_notes *notes;
 	char *buf;
 	int out_fd;      /* the tar stream, or -1 */
-	int dst_fd;      /* the direct copy's destination directory, or -1 */
-	int file_fd;     /* the direct copy: the file being written */
-	struct made_dir *dirs;
-	size_t n_dirs, cap_dirs;
-	char *pdir;               /* the direct copy's cached parent directory, and its fd */
-	int pdir_fd;
+	struct ws_dirwriter *dw; /* the direct copy's writing thread, or NULL */
+	bool dw_failed;  /* it stopped on an error (described by ws_dirwriter_finish) */
 	const struct ws_copyin_opts *o;
-	uint64_t written;
-	bool as_owner;            /* creations under the destination owner's ids (setfsuid) */
-	uid_t owner_uid, my_uid;
-	gid_t owner_gid, my_gid;
+	uint64_t read;   /* bytes of the project read so far */
 };
 
 static int tar_error(struct copyin *c, pd_err *err, const char *path)
@@ -56,54 +41,99 @@ static enum ws_reason ci_exclude(void *ud, const char *path, bool is_dir)
 	return ws_ignore_match_one(c->ig, path, is_dir);
 }
 
-static int put_data(struct copyin *c, const void *buf, size_t n, ws_hasher *h)
+/* The next want bytes of a file into buf, hashed. A file that shrank while being read is
+ * padded with zeros (hashed as sent) and noted; one that grew is cut at the size in the
+ * header (the caller asks for no more than e->size in all). */
+static int read_chunk(struct copyin *c, const struct ws_entry *e, int fd, char *buf, size_t want,
+		      bool *shrank, ws_hasher *h, pd_err *err)
 {
-	ws_hasher_update(h, buf, n);
-	if (c->dst_fd >= 0) {
-		int r = fd_write_all(c->file_fd, buf, n);
-		c->written += n;
-		if (r == 0 && c->o && c->o->progress)
-			c->o->progress(c->o->progress_ud, c->written);
-		return r;
-	}
-	return archive_write_data(c->a, buf, n) == (la_ssize_t)n ? 0 : -EIO;
-}
-
-static int sink_error(struct copyin *c, pd_err *err, const char *path, int r)
-{
-	if (c->dst_fd >= 0)
-		return ws_err_path(err, -r, "cannot copy into the box:", path);
-	return tar_error(c, err, path);
-}
-
-/* Streams exactly e->size bytes; a file that shrank while being read is padded with zeros
- * (hashed as sent) and noted, one that grew is cut at the size in the header. */
-static int put_file(struct copyin *c, struct ws_entry *e, int fd, pd_err *err)
-{
-	ws_hasher *h = ws_hasher_new();
-	uint64_t left = e->size;
-	bool shrank = false;
-	int r = 0;
-	while (left > 0 && r == 0) {
-		size_t want = left < WS_IO_CHUNK ? (size_t)left : WS_IO_CHUNK;
-		ssize_t n = read(fd, c->buf, want);
+	size_t got = 0;
+	while (got < want && !*shrank) {
+		ssize_t n = read(fd, buf + got, want - got);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			r = ws_err_path(err, errno, "cannot read", e->path);
-			break;
+		if (n < 0)
+			return ws_err_path(err, errno, "cannot read", e->path);
+		if (n == 0) {
+			ws_notes_add(c->notes, WS_R_CHANGED_WHILE_READ, e->path, NULL);
+			*shrank = true;
 		}
-		if (n == 0) { /* shrank: pad */
-			if (!shrank)
-				ws_notes_add(c->notes, WS_R_CHANGED_WHILE_READ, e->path, NULL);
-			shrank = true;
-			memset(c->buf, 0, want);
-			n = (ssize_t)want;
-		}
-		int w = put_data(c, c->buf, (size_t)n, h);
-		r = w < 0 ? sink_error(c, err, e->path, w) : 0;
-		left -= (uint64_t)n;
+		got += (size_t)n;
 	}
+	memset(buf + got, 0, want - got);
+	ws_hasher_update(h, buf, want);
+	c->read += want;
+	if (c->o && c->o->progress)
+		c->o->progress(c->o->progress_ud, c->read);
+	return 0;
+}
+
+/* the tar sink: exactly e->size bytes of the file (or of its filtered config) */
+static int tar_file(struct copyin *c, struct ws_entry *e, int fd, const char *cfg, pd_err *err)
+{
+	ws_hasher *h = ws_hasher_new();
+	bool shrank = false;
+	int r = 0;
+	for (uint64_t left = e->size; left > 0 && r == 0;) {
+		size_t want = left < WS_IO_CHUNK ? (size_t)left : WS_IO_CHUNK;
+		const char *p = cfg ? cfg + (e->size - left) : c->buf;
+		if (!cfg)
+			r = read_chunk(c, e, fd, c->buf, want, &shrank, h, err);
+		else
+			ws_hasher_update(h, p, want);
+		if (r == 0 && archive_write_data(c->a, p, want) != (la_ssize_t)want)
+			r = tar_error(c, err, e->path);
+		left -= want;
+	}
+	ws_hasher_final(h, e->sha256);
+	return r;
+}
+
+/* the direct sink: the entry, and a file's bytes in chunks of their own, queued for the
+ * writing thread (ws_dirwriter) */
+#define DIRECT_CHUNK (256u * 1024u)
+
+static int direct_put(struct copyin *c, struct ws_dw_item *it)
+{
+	int r = ws_dirwriter_put(c->dw, it);
+	c->dw_failed |= r < 0;
+	return r;
+}
+
+static int direct_entry(struct copyin *c, struct ws_entry *e, int fd, const struct stat *st, char *cfg, pd_err *err)
+{
+	struct ws_dw_item it = {.path = xstrdup(e->path), .type = e->type, .mode = e->mode & 0777,
+				.atim = st->st_atim, .mtim = st->st_mtim};
+	if (e->type == WS_SYMLINK)
+		it.target = xstrdup(e->target);
+	if (e->type != WS_FILE)
+		return direct_put(c, &it);
+	ws_hasher *h = ws_hasher_new();
+	if (cfg) {
+		ws_hasher_update(h, cfg, e->size);
+		ws_hasher_final(h, e->sha256);
+		it.data = cfg, it.len = e->size, it.last = true;
+		return direct_put(c, &it);
+	}
+	bool shrank = false;
+	uint64_t left = e->size;
+	int r = 0;
+	const struct ws_dw_item each = {.type = it.type, .mode = it.mode, .atim = it.atim, .mtim = it.mtim};
+	do {
+		size_t want = left < DIRECT_CHUNK ? (size_t)left : DIRECT_CHUNK;
+		if (left != e->size) /* a put took the item: the next continues the file */
+			it = each;
+		it.data = xmalloc(want ? want : 1);
+		it.len = want;
+		it.last = left == want;
+		r = read_chunk(c, e, fd, it.data, want, &shrank, h, err);
+		if (r == 0)
+			r = direct_put(c, &it);
+		free(it.path); /* (taken by a successful put) */
+		free(it.data);
+		it.path = NULL, it.data = NULL;
+		left -= want;
+	} while (left > 0 && r == 0);
 	ws_hasher_final(h, e->sha256);
 	return r;
 }
@@ -148,163 +178,11 @@ static int header(struct copyin *c, struct archive_entry *ae, const struct ws_en
 
 static struct archive *open_writer(int out_fd, pd_err *err);
 
-/* --- the direct copy: entries written beneath a directory of the box ----------------------
- * Every name is resolved beneath dst_fd with no symlink followed (ws_open_parent: openat2
- * RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or a component walk with O_NOFOLLOW) and created
- * exclusively, so nothing already in the destination — an image's own /workspace content —
- * can redirect a write. */
-
-/* The box's files belong to the box's user: its /workspace's owner as this host sees it. A
- * root caller's boxes map no host id 0 (their ids are shifted), so what root creates there
- * must carry the owner's ids (else EOVERFLOW). For the copy, this thread's filesystem ids
- * become the owner's (setfsuid/setfsgid act on the calling thread only: the rest of the
- * process keeps its identity), and the file-access capabilities the kernel drops with fsuid 0
- * are raised again from the permitted set, so the project is still read with root's access.
- * Back to the caller's ids at the end (which restores the capabilities). An ordinary caller
- * owns /workspace already and switches nothing. Once per copy: a switch allocates new
- * credentials, four per entry cost a tenth of a 50,000-file copy. */
-static int owner_begin(struct copyin *c)
-{
-	if (!c->as_owner)
-		return 0;
-	syscall(SYS_setfsgid, c->owner_gid);
-	syscall(SYS_setfsuid, c->owner_uid);
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[2];
-	if (syscall(SYS_capget, &h, d) < 0)
-		return -errno;
-	const uint32_t fs = (1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH) | (1u << CAP_FOWNER);
-	d[0].effective |= d[0].permitted & fs;
-	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
-}
-
-static void owner_end(struct copyin *c)
-{
-	if (!c->as_owner)
-		return;
-	syscall(SYS_setfsuid, c->my_uid);
-	syscall(SYS_setfsgid, c->my_gid);
-}
-
-/* Something the destination already had where an entry goes (an image's own /workspace
- * content): removed if it is not a directory, as tar -x would; the entry is then created
- * exclusively. A directory stays (EISDIR for a file entry). */
-static int replace(int pfd, const char *name)
-{
-	struct stat st;
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -1;
-	if (S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
-		return -1;
-	}
-	return unlinkat(pfd, name, 0);
-}
-
-/* The parent directory of e beneath the destination (borrowed: cached for the next entry,
- * which in a depth-first walk is most often a sibling), and e's last component. */
-static int direct_open(struct copyin *c, const struct ws_entry *e, int *ret_pfd, const char **ret_name, pd_err *err)
-{
-	const char *slash = strrchr(e->path, '/');
-	size_t plen = slash ? (size_t)(slash - e->path) : 0;
-	*ret_name = slash ? slash + 1 : e->path;
-	if (c->pdir_fd >= 0 && strlen(c->pdir) == plen && memcmp(c->pdir, e->path, plen) == 0) {
-		*ret_pfd = c->pdir_fd;
-		return 0;
-	}
-	if (c->pdir_fd >= 0)
-		close(c->pdir_fd);
-	free(c->pdir);
-	c->pdir = xstrndup(e->path, plen);
-	c->pdir_fd = -1;
-	int r = ws_open_beneath(c->dst_fd, c->pdir, O_RDONLY | O_DIRECTORY, &c->pdir_fd);
-	if (r < 0)
-		return ws_err_path(err, -r, "cannot open the parent in the box of", e->path);
-	*ret_pfd = c->pdir_fd;
-	return 0;
-}
-
-static int direct_header(struct copyin *c, struct ws_entry *e, const struct stat *st, pd_err *err)
-{
-	int pfd = -1;
-	const char *name;
-	int r = direct_open(c, e, &pfd, &name, err);
-	if (r < 0)
-		return r;
-	const struct timespec times[2] = {st->st_atim, st->st_mtim};
-	switch (e->type) {
-	case WS_DIR: {
-		struct stat have;
-		/* 0700 while its entries are made (a 0555 directory would refuse them) */
-		r = mkdirat(pfd, name, 0700) < 0 ? -errno : 0;
-		if (r == -EEXIST && fstatat(pfd, name, &have, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(have.st_mode))
-			r = replace(pfd, name) < 0 ? -errno : mkdirat(pfd, name, 0700) < 0 ? -errno : 0;
-		else if (r == -EEXIST)
-			r = 0; /* a directory already (an image's own /workspace content) */
-		if (r < 0)
-			return ws_err_path(err, -r, "cannot create in the box:", e->path);
-		if (c->n_dirs == c->cap_dirs) {
-			c->cap_dirs = c->cap_dirs ? 2 * c->cap_dirs : 64;
-			c->dirs = xrealloc(c->dirs, c->cap_dirs * sizeof(*c->dirs));
-		}
-		c->dirs[c->n_dirs++] = (struct made_dir){xstrdup(e->path), e->mode & 0777, st->st_mtim};
-		return 0;
-	}
-	case WS_SYMLINK:
-		r = symlinkat(e->target, pfd, name) < 0 ? -errno : 0;
-		if (r == -EEXIST)
-			r = replace(pfd, name) < 0 ? -errno : symlinkat(e->target, pfd, name) < 0 ? -errno : 0;
-		if (r < 0)
-			return ws_err_path(err, -r, "cannot create in the box:", e->path);
-		(void)utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW);
-		return 0;
-	case WS_FILE:
-		c->file_fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (c->file_fd < 0 && errno == EEXIST && replace(pfd, name) == 0)
-			c->file_fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		r = c->file_fd < 0 ? -errno : 0;
-		return r < 0 ? ws_err_path(err, -r, "cannot create in the box:", e->path) : 0;
-	default:
-		return 0;
-	}
-}
-
-/* after the content: the project's permission bits (not the umask's) and mtime */
-static int direct_finish_file(struct copyin *c, const struct ws_entry *e, const struct stat *st, pd_err *err)
-{
-	const struct timespec times[2] = {st->st_atim, st->st_mtim};
-	int r = 0;
-	if (fchmod(c->file_fd, e->mode & 0777) < 0 || futimens(c->file_fd, times) < 0)
-		r = ws_err_path(err, errno, "cannot set the mode of", e->path);
-	close(c->file_fd);
-	c->file_fd = -1;
-	return r;
-}
-
-/* Directories last, deepest first: their modes and mtimes (adding entries changed them). */
-static int direct_finish_dirs(struct copyin *c, pd_err *err)
-{
-	int r = 0;
-	for (size_t i = c->n_dirs; i-- > 0;) {
-		struct made_dir *d = &c->dirs[i];
-		_cleanup_close_ int fd = -1;
-		int q = r == 0 ? ws_open_beneath(c->dst_fd, d->path, O_RDONLY | O_DIRECTORY, &fd) : 0;
-		const struct timespec times[2] = {d->mtime, d->mtime};
-		if (r == 0 && (q < 0 || fchmod(fd, d->mode) < 0 || futimens(fd, times) < 0))
-			r = ws_err_path(err, q < 0 ? -q : errno, "cannot set the mode of", d->path);
-		free(d->path);
-	}
-	free(c->dirs);
-	c->dirs = NULL;
-	c->n_dirs = c->cap_dirs = 0;
-	return r;
-}
-
 static int ci_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st, pd_err *err)
 {
 	struct copyin *c = ud;
 	/* the writer (and with it libarchive, loaded on first use) only once there is an entry */
-	if (c->dst_fd < 0 && !c->a && !(c->a = open_writer(c->out_fd, err)))
+	if (!c->dw && !c->a && !(c->a = open_writer(c->out_fd, err)))
 		return -EIO;
 	_cleanup_free_ char *cfg = NULL;
 	size_t cfglen = 0;
@@ -314,30 +192,14 @@ static int ci_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st, 
 	}
 	if (e->type == WS_FILE)
 		e->size = cfg ? cfglen : (uint64_t)st->st_size;
-	int r;
-	if (c->dst_fd >= 0) {
-		r = direct_header(c, e, st, err);
-	} else {
-		struct archive_entry *ae = archive_entry_new();
-		r = header(c, ae, e, st, err);
-		archive_entry_free(ae);
-	}
+	if (c->dw)
+		return direct_entry(c, e, fd, st, TAKE_PTR(cfg), err);
+	struct archive_entry *ae = archive_entry_new();
+	int r = header(c, ae, e, st, err);
+	archive_entry_free(ae);
 	if (r < 0 || e->type != WS_FILE)
 		return r;
-	if (!cfg) {
-		r = put_file(c, e, fd, err);
-	} else {
-		ws_hasher *h = ws_hasher_new();
-		int w = put_data(c, cfg, cfglen, h);
-		ws_hasher_final(h, e->sha256);
-		r = w < 0 ? sink_error(c, err, e->path, w) : 0;
-	}
-	if (c->dst_fd >= 0) {
-		int q = direct_finish_file(c, e, st, err);
-		if (r == 0)
-			r = q;
-	}
-	return r;
+	return tar_file(c, e, fd, cfg, err);
 }
 
 static struct archive *open_writer(int out_fd, pd_err *err)
@@ -374,28 +236,15 @@ static int walk(struct copyin *c, int rootfd, const struct ws_copyin_opts *o, st
 int ws_copyin_to_dir(int rootfd, int dst_fd, const struct ws_copyin_opts *o,
 		     struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err)
 {
-	struct copyin c = {.notes = notes, .out_fd = -1, .dst_fd = dst_fd, .file_fd = -1, .o = o, .pdir_fd = -1};
-	struct stat dst;
-	if (fstat(dst_fd, &dst) < 0)
-		return pd_error(err, errno, "cannot inspect the destination");
-	c.my_uid = geteuid(), c.my_gid = getegid();
-	c.owner_uid = dst.st_uid, c.owner_gid = dst.st_gid;
-	c.as_owner = c.owner_uid != c.my_uid || c.owner_gid != c.my_gid;
-	int r = owner_begin(&c);
-	if (r < 0) {
-		owner_end(&c);
-		return pd_error(err, r, "cannot take the box user's ids for the copy");
-	}
+	struct copyin c = {.notes = notes, .out_fd = -1, .o = o};
+	int r = ws_dirwriter_start(dst_fd, o ? o->baseline : NULL, &c.dw, err);
+	if (r < 0)
+		return r;
 	r = walk(&c, rootfd, o, ret_manifest, notes, err);
-	if (c.file_fd >= 0)
-		close(c.file_fd);
-	if (c.pdir_fd >= 0)
-		close(c.pdir_fd);
-	free(c.pdir);
-	int q = direct_finish_dirs(&c, r == 0 ? err : NULL);
-	owner_end(&c);
-	if (r == 0 && q < 0) {
-		r = q;
+	/* the writer's own failure is described by it; a failed walk drops what is queued */
+	int q = ws_dirwriter_finish(c.dw, r == 0, r == 0 || c.dw_failed ? err : NULL);
+	if (c.dw_failed || (r == 0 && q < 0)) {
+		r = q < 0 ? q : -EIO;
 		ws_manifest_free(ret_manifest);
 	}
 	ws_ignore_free(c.ig);
@@ -406,7 +255,7 @@ int ws_copyin_to_dir(int rootfd, int dst_fd, const struct ws_copyin_opts *o,
 int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,
 	      struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err)
 {
-	struct copyin c = {.notes = notes, .out_fd = out_fd, .dst_fd = -1, .file_fd = -1, .pdir_fd = -1};
+	struct copyin c = {.notes = notes, .out_fd = out_fd};
 	int r = walk(&c, rootfd, o, ret_manifest, notes, err);
 	if (!c.a) {
 		/* nothing to send: an empty archive is its end marker alone, two zero-filled

@@ -10,6 +10,7 @@
  * copied as symlinks and never followed. */
 #pragma once
 
+#include "ws_boxscan.h"
 #include "ws_manifest.h"
 
 struct ws_copyin_opts {
@@ -18,6 +19,9 @@ struct ws_copyin_opts {
 	/* ws_copyin_to_dir: called with the bytes written so far (a progress bar), or NULL */
 	void (*progress)(void *ud, uint64_t bytes);
 	void *progress_ud;
+	/* ws_copyin_to_dir: when set, filled with the scan the box would make of its fresh copy
+	 * (the diff baseline; entries the copy did not make are not in it) */
+	struct ws_bscan *baseline;
 };
 
 int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,

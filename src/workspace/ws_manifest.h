@@ -61,6 +61,11 @@ void ws_notes_free(struct ws_notes *n);
 /* Saves atomically (temp + fsync + rename) to dirfd/name; loads it back, re-checking every
  * path, the sort order and the limits. The format is described in docs/workspace.md. */
 int ws_manifest_save(const struct ws_manifest *m, int dirfd, const char *name, pd_err *err);
+/* The same without the fsync (still atomic against a crash of paddock, not of the host): for
+ * a record that dies with the host anyway — an ns box's copy lives in its memory — and that
+ * whoever makes it outlive a host crash syncs then (wsnap_save_tar). The fsync of a 50,000-
+ * entry manifest is tens of milliseconds of a box's start on a slow disk. */
+int ws_manifest_save_nosync(const struct ws_manifest *m, int dirfd, const char *name, pd_err *err);
 int ws_manifest_load(int dirfd, const char *name, const struct ws_limits *lim,
 		     struct ws_manifest *ret, pd_err *err);
 

@@ -43,7 +43,7 @@ static void put_entry(FILE *f, const struct ws_entry *e)
 	fputc('\n', f);
 }
 
-static int write_all_entries(int fd, const struct ws_manifest *m)
+static int write_all_entries(int fd, const struct ws_manifest *m, bool durable)
 {
 	FILE *f = fdopen(fd, "w");
 	if (!f)
@@ -52,20 +52,20 @@ static int write_all_entries(int fd, const struct ws_manifest *m)
 	for (size_t i = 0; i < m->n; i++)
 		put_entry(f, &m->v[i]);
 	int r = 0;
-	if (fflush(f) != 0 || ferror(f) || fsync(fd) != 0)
+	if (fflush(f) != 0 || ferror(f) || (durable && fsync(fd) != 0))
 		r = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && r == 0)
 		r = -errno;
 	return r;
 }
 
-int ws_manifest_save(const struct ws_manifest *m, int dirfd, const char *name, pd_err *err)
+static int save(const struct ws_manifest *m, int dirfd, const char *name, bool durable, pd_err *err)
 {
 	char tmp[WS_TMP_NAME_MAX];
 	int fd, r = ws_tmpfile_at(dirfd, tmp, &fd);
 	if (r < 0)
 		return pd_error(err, r, "cannot create manifest file beside %s", name);
-	r = write_all_entries(fd, m); /* closes fd */
+	r = write_all_entries(fd, m, durable); /* closes fd */
 	if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -73,6 +73,16 @@ int ws_manifest_save(const struct ws_manifest *m, int dirfd, const char *name, p
 		return pd_error(err, r, "cannot write manifest %s", name);
 	}
 	return 0;
+}
+
+int ws_manifest_save(const struct ws_manifest *m, int dirfd, const char *name, pd_err *err)
+{
+	return save(m, dirfd, name, true, err);
+}
+
+int ws_manifest_save_nosync(const struct ws_manifest *m, int dirfd, const char *name, pd_err *err)
+{
+	return save(m, dirfd, name, false, err);
 }
 
 static int hexdigit(char c)
