@@ -74,6 +74,10 @@ struct runtime_ops {
 	/* Releases backend resources after the box's PID 1 has exited (cgroups, ...); closes
 	 * h->pidfd and sets it to -1. Safe to call once per successful start. */
 	void (*cleanup)(struct box_handle *h);
+	/* Optional: drops the handle in this process without releasing anything of the box, for
+	 * a caller that has handed a copy of it (and its pidfd) to another process which waits
+	 * for PID 1 and then calls cleanup on the copy. NULL: cleanup must run here. */
+	void (*forget)(struct box_handle *h);
 };
 
 extern const struct runtime_ops runtime_ns;

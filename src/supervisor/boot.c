@@ -180,6 +180,32 @@ static bool wait_exit(const struct box_handle *h, int64_t deadline)
 	}
 }
 
+/* In run --rm's remover (a copy of the box): the box's PID 1 finishing its exit, then the
+ * backend's cleanup (its cgroup). Only this process's fds are open: the pidfd, under its
+ * number, and the fds of fd_close_async_job. */
+static void finish_later(void *ud)
+{
+	struct box *b = ud;
+	b->h.ctl_fd = -1, b->h.net_fd = -1;
+	if (!wait_exit(&b->h, mono_ms() + 10000))
+		pd_debug("shutdown: the box is still exiting after 10 s; cleaning up through its cgroup");
+	b->rt->cleanup(&b->h);
+}
+
+bool box_shutdown_later(struct box *b, int link, const char *dir)
+{
+	if (!b->rt || !b->rt->forget || b->h.pidfd < 0)
+		return false;
+	if (b->h.ctl_fd >= 0)
+		close(b->h.ctl_fd);
+	b->h.ctl_fd = -1;
+	fd_close_async_job(&(struct async_job){.fd = link, .dir = dir, .keep = b->h.pidfd, .first = finish_later,
+						.ud = b, .exiting = true});
+	b->rt->forget(&b->h);
+	b->rt = NULL;
+	return true;
+}
+
 void box_kill(struct box *b)
 {
 	if (b->rt)

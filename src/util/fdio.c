@@ -214,52 +214,83 @@ void fd_close_all_but(int keep)
 	close_range(keep < 3 ? 3u : (unsigned)keep + 1, ~0u, 0);
 }
 
-void fd_close_async_rm(int fd, const char *dir, bool exiting)
+/* Closes every fd but the n of keep (each >= 3 or -1), stdio included. */
+static void close_all_except(int *keep, size_t n)
 {
-	if (fd < 0 && !dir)
+	for (size_t i = 1; i < n; i++) /* insertion sort: n <= 3 */
+		for (size_t j = i; j > 0 && keep[j] < keep[j - 1]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1], keep[j - 1] = t;
+		}
+	unsigned lo = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < 0)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			close_range(lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	close_range(lo, ~0U, 0);
+}
+
+void fd_close_async_job(const struct async_job *j)
+{
+	if (j->fd < 0 && !j->dir && !j->first)
 		return;
 	int gate[2];
 	if (pipe2(gate, O_CLOEXEC) < 0) {
-		if (fd >= 0)
-			close(fd);
-		if (dir)
-			rm_rf(dir);
+		if (j->first)
+			j->first(j->ud);
+		if (j->fd >= 0)
+			close(j->fd);
+		if (j->dir)
+			rm_rf(j->dir);
 		return;
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* the child forks once more so nobody has to reap the closer (a caller about to exit
 		 * leaves that to init: one fork, no wait) */
-		if (exiting || fork() == 0) {
+		if (j->exiting || fork() == 0) {
 			/* hold nothing else (a caller's stdout pipe would keep its reader waiting), then
-			 * wait until the parent has dropped its reference: ours must be the last one */
-			int keep = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1, g = fcntl(gate[0], F_DUPFD_CLOEXEC, 3);
-			if (g >= 0 && (keep >= 0 || fd < 0)) {
-				int lo = keep >= 0 && keep < g ? keep : g, hi = keep > g ? keep : g;
-				close_range(0, (unsigned)lo - 1, 0);
-				if (hi > lo)
-					close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-				close_range((unsigned)hi + 1, ~0U, 0);
+			 * wait until the parent has dropped its reference: ours must be the last one.
+			 * first() finds its fd under the same number (never below 3: stdio is closed). */
+			int keep = j->fd >= 0 ? fcntl(j->fd, F_DUPFD_CLOEXEC, 3) : -1, g = fcntl(gate[0], F_DUPFD_CLOEXEC, 3);
+			bool ok = g >= 0 && (keep >= 0 || j->fd < 0) && (j->keep < 0 || j->keep >= 3);
+			if (ok) {
+				int v[3] = {keep, g, j->keep};
+				close_all_except(v, 3);
 				char c;
 				while (read(g, &c, 1) < 0 && errno == EINTR)
 					;
+				if (j->first)
+					j->first(j->ud);
 				if (keep >= 0)
 					close(keep);
-				if (dir)
-					rm_rf(dir);
+				if (j->dir)
+					rm_rf(j->dir);
 			}
 			_exit(0);
 		}
 		_exit(0);
 	}
 	close(gate[0]);
-	if (fd >= 0)
-		close(fd);
+	if (j->fd >= 0)
+		close(j->fd);
 	close(gate[1]);
-	if (pid > 0 && !exiting)
+	if (pid > 0 && !j->exiting)
 		waitpid(pid, NULL, 0);
-	else if (pid < 0 && dir)
-		rm_rf(dir);
+	else if (pid < 0) {
+		if (j->first)
+			j->first(j->ud);
+		if (j->dir)
+			rm_rf(j->dir);
+	}
+}
+
+void fd_close_async_rm(int fd, const char *dir, bool exiting)
+{
+	fd_close_async_job(&(struct async_job){.fd = fd, .dir = dir, .keep = -1, .exiting = exiting});
 }
 
 void fd_close_async(int fd)

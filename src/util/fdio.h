@@ -29,6 +29,18 @@ void fd_close_async(int fd);
  * directory already renamed out of sight whose removal need not be waited for. exiting: the
  * caller exits soon and reaps nothing, so one fork suffices (init reaps the closer). */
 void fd_close_async_rm(int fd, const char *dir, bool exiting);
+/* The general form: in the detached process, first(ud) runs (with only `keep` open beside
+ * fd, under its own number), then fd is closed and dir removed. Where no process can be
+ * made, all of it runs here. */
+struct async_job {
+	int fd;                  /* closed last, or -1 */
+	const char *dir;         /* removed last, or NULL */
+	int keep;                /* an fd first() needs (>= 3), or -1 */
+	void (*first)(void *ud); /* or NULL */
+	void *ud;
+	bool exiting;
+};
+void fd_close_async_job(const struct async_job *j);
 /* Writes len bytes at data, which lie in this program's own file-backed image (an embedded
  * blob in .rodata), to fd: copied from the executable through the page cache (sendfile),
  * so the blob is not faulted into this process's memory (~1 MB of paddock's peak RSS);

@@ -3,18 +3,20 @@
 # supervisor dying, concurrent calls.
 . "$(dirname "$0")/../lib.sh"
 
-# the box cgroup's leaf name (ns_cgroup_leaf): box-NAME.<FNV-1a of the box's state dir>
+# the box cgroup's leaf name (ns_cgroup_leaf): box-NAME.<FNV-1a of the box's state dir path
+# and then of its inode number's 8 little-endian bytes>; only while the state dir exists
 cgroup_leaf() {
-	python3 -c 'import sys
+	python3 -c 'import os, sys
 h = 2166136261
-for c in sys.argv[2].encode(): h = ((h ^ c) * 16777619) & 0xffffffff
+for c in sys.argv[2].encode() + os.stat(sys.argv[2]).st_ino.to_bytes(8, "little"):
+    h = ((h ^ c) * 16777619) & 0xffffffff
 print("box-%s.%08x" % (sys.argv[1], h))' "$1" "$PADDOCK_HOME/boxes/$1"
 }
-# the box cgroup directories of box NAME of this PADDOCK_HOME (empty once it is removed)
-cgroups_of() {
-	local mine="*/paddock/$(cgroup_leaf "$1")"
-	[ "$(id -u)" = 0 ] || mine="*/paddock/$(id -u)/$(cgroup_leaf "$1")"
-	find /sys/fs/cgroup -maxdepth 5 -name "$(cgroup_leaf "$1")" -path "$mine" 2>/dev/null
+# the cgroup directories named LEAF of this user (empty once removed)
+cgroups_at() {
+	local mine="*/paddock/$1"
+	[ "$(id -u)" = 0 ] || mine="*/paddock/$(id -u)/$1"
+	find /sys/fs/cgroup -maxdepth 5 -name "$1" -path "$mine" 2>/dev/null
 }
 status_of() { pd ls --json | python3 -c "import json,sys; print(next((b['status'] for b in json.load(sys.stdin) if b['name']=='$1'), 'absent'))"; }
 
@@ -67,10 +69,13 @@ t_supervisor_sigkill_leaves_a_consistent_ls() {
 	for _ in $(seq 100); do pgrep -f 'sleep 4242' >/dev/null || break; sleep 0.05; done
 	! pgrep -f 'sleep 4242' >/dev/null || fail "a box process survived its supervisor"
 	assert_status 125 pd exec k1 -- true
+	local leaf
+	leaf=$(cgroup_leaf k1)
+	[ -n "$(cgroups_at "$leaf")" ] || fail "the dead box's cgroup $leaf is not where the test looks"
 	pd rm k1
 	assert_eq "$(status_of k1)" "absent"
 	# and its cgroup, which the killed supervisor could not remove, is gone too
-	assert_eq "$(cgroups_of k1)" ""
+	assert_eq "$(cgroups_at "$leaf")" ""
 }
 # `run --rm` killed with SIGKILL (its supervisor is the CLI process), at start-up and later:
 # nothing of the box runs on (a setup child once held the supervisor's end of its go-ahead
@@ -88,11 +93,13 @@ t_run_rm_sigkilled_leaves_nothing_after_rm() {
 	done
 	for _ in $(seq 100); do pgrep -f 'sleep 4343' >/dev/null || break; sleep 0.05; done
 	! pgrep -f "sleep 4343" >/dev/null || fail "left running after run --rm was killed: $(pgrep -af "sleep 4343")"
+	local leaf
 	for i in 0 1 2 3 4 5 6 7 8 9; do
 		[ -e "$PADDOCK_HOME/boxes/k2$i" ] || continue
+		leaf=$(cgroup_leaf k2$i)
 		pd rm k2$i
 		assert_eq "$(status_of k2$i)" "absent"
-		assert_eq "$(cgroups_of k2$i)" ""
+		assert_eq "$(cgroups_at "$leaf")" ""
 	done
 }
 # run --rm renames its state away and a detached process removes it (with the network's last
@@ -139,6 +146,27 @@ t_concurrent_creates_of_distinct_boxes() {
 	wait
 	assert_eq "$(pd ls --json | python3 -c 'import json,sys; print(sum(b["status"]=="running" for b in json.load(sys.stdin)))')" "8"
 	pd rm -f --all
+}
+# run --rm leaves its box's exit and cgroup to a detached remover: the same name at once
+# again works every time (the new box gets a cgroup of its own), a box holding memory is
+# still gone (process and cgroup) within seconds, and the status is the command's
+t_run_rm_back_to_back_with_one_name() {
+	pd_only ns "the detached remover of an ns box (its cgroup)"
+	local i out st n=rr$$
+	for i in 1 2 3 4 5 6; do
+		st=0
+		out=$(pd run --rm --name $n --workspace none -- sh -c 'head -c 64m /dev/zero >/tmp/fill; echo run'"$i"'; exit 3') || st=$?
+		assert_eq "$st" "3"
+		assert_eq "$out" "run$i"
+	done
+	for _ in $(seq 100); do
+		[ -z "$(find /sys/fs/cgroup -maxdepth 5 -type d -name "box-$n.*" 2>/dev/null)" ] && \
+			! pgrep -f -- "--name $n " >/dev/null && break
+		sleep 0.05
+	done
+	assert_eq "$(find /sys/fs/cgroup -maxdepth 5 -type d -name "box-$n.*" 2>/dev/null)" ""
+	! pgrep -af -- "--name $n " || fail "a remover or box process is still there"
+	assert_eq "$(ls -A "$PADDOCK_HOME/boxes")" ""
 }
 # one user, two PADDOCK_HOMEs, one box name: independent boxes (their cgroups must not collide)
 t_same_name_in_two_homes() {

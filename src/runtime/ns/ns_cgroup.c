@@ -274,6 +274,10 @@ char *ns_cgroup_leaf(const char *name, const char *state_dir)
 	uint32_t h = 2166136261u; /* FNV-1a: a name, not a security boundary */
 	for (const char *p = state_dir; *p; p++)
 		h = (h ^ (uint8_t)*p) * 16777619u;
+	struct stat st;
+	uint64_t ino = stat(state_dir, &st) == 0 ? (uint64_t)st.st_ino : 0;
+	for (int i = 0; i < 8; i++, ino >>= 8) /* little-endian bytes */
+		h = (h ^ (uint8_t)ino) * 16777619u;
 	return xasprintf("%s.%08x", name, h);
 }
 

@@ -44,8 +44,11 @@ struct ns_cgroup {
  * Fills *ret with the parent directories (caller frees with ns_cgroup_free). */
 int ns_cgroup_locate(bool need_cpu, struct ns_cgroup **ret, pd_err *err);
 /* The box cgroup's name for box NAME whose state lives in state_dir: NAME.HHHHHHHH, the hash
- * of state_dir, so that boxes of one name in two PADDOCK_HOMEs of one user never share (or
- * block) a cgroup; NAME alone when state_dir is NULL (runtime tests). Caller frees. */
+ * of state_dir and its inode number, so that boxes of one name in two PADDOCK_HOMEs of one
+ * user never share (or block) a cgroup, nor does a box with the cgroup of the earlier box of
+ * its name that a run --rm remover has not removed yet (that one's state directory, renamed
+ * away but not deleted until then, holds its inode); NAME alone when state_dir is NULL
+ * (runtime tests). Caller frees. */
 char *ns_cgroup_leaf(const char *name, const char *state_dir);
 /* Creates box-NAME with the limits (NAME: a leaf from ns_cgroup_leaf). On failure nothing is left behind. */
 int ns_cgroup_create(const char *name, const struct ns_limits *lim, struct ns_cgroup **ret, pd_err *err);

@@ -433,20 +433,12 @@ static void ns_kill(struct box_handle *h)
 		ns_cgroup_kill(b->cg);
 }
 
-static void ns_cleanup(struct box_handle *h)
+/* The handle's memory and fds in this process only: the cgroup stays for the process that
+ * holds a copy of the handle (run --rm's remover), which calls ns_cleanup once PID 1 is gone. */
+static void ns_forget(struct box_handle *h)
 {
 	struct ns_box *b = h->priv;
 	if (b) {
-		/* busy: something is still in the box cgroup (PID 1 not reaped yet, or a process
-		 * that somehow left the pid namespace): kill through the cgroup, then wait */
-		if (ns_cgroup_remove_now(b->cg) == -EBUSY) {
-			pd_debug("ns: box cgroup busy after the box ended; killing through it");
-			ns_cgroup_kill(b->cg);
-			if (ns_cgroup_remove(b->cg) == -EBUSY) {
-				ns_cgroup_kill(b->cg);
-				ns_cgroup_remove(b->cg);
-			}
-		}
 		ns_cgroup_free(b->cg);
 		free(b);
 		h->priv = NULL;
@@ -456,9 +448,26 @@ static void ns_cleanup(struct box_handle *h)
 		close_fd(&h->net_fd);
 }
 
+static void ns_cleanup(struct box_handle *h)
+{
+	struct ns_box *b = h->priv;
+	/* busy: something is still in the box cgroup (PID 1 not reaped yet, or a process that
+	 * somehow left the pid namespace): kill through the cgroup, then wait */
+	if (b && ns_cgroup_remove_now(b->cg) == -EBUSY) {
+		pd_debug("ns: box cgroup busy after the box ended; killing through it");
+		ns_cgroup_kill(b->cg);
+		if (ns_cgroup_remove(b->cg) == -EBUSY) {
+			ns_cgroup_kill(b->cg);
+			ns_cgroup_remove(b->cg);
+		}
+	}
+	ns_forget(h);
+}
+
 const struct runtime_ops runtime_ns = {
 	.name = "ns",
 	.start = ns_start,
 	.kill = ns_kill,
 	.cleanup = ns_cleanup,
+	.forget = ns_forget,
 };
