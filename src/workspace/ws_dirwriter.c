@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "util/fdio.h"
+#include "util/thread.h"
 #include "ws_boxscan.h"
 #include "ws_dirwriter.h"
 #include "ws_io.h"
@@ -282,7 +283,8 @@ int ws_dirwriter_start(int dst_fd, struct ws_bscan *scan, struct ws_dirwriter **
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->has_items, NULL);
 	pthread_cond_init(&w->has_room, NULL);
-	int r = -pthread_create(&w->thread, NULL, writer_main, w);
+	/* signals stay with the caller's threads (a SIGPIPE-free write, a Ctrl-C handler) */
+	int r = thread_start_quiet(&w->thread, NULL, writer_main, w);
 	if (r < 0) {
 		pthread_mutex_destroy(&w->mu);
 		pthread_cond_destroy(&w->has_items);
