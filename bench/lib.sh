@@ -117,6 +117,32 @@ _bench_loop_median_ms() {
 	printf '%s\n' "${samples[@]}" | awk '{ print $1 / 1000 }' | bench_median
 }
 
+# bench_rounds_ms ROUNDS ARGVSTRING...: the commands (argv strings from _bench_argv_string)
+# timed by hyperfine in ROUNDS alternating blocks of BENCH_RUNS/ROUNDS runs each; prints one
+# median per command, in order, over all its runs. Alternating blocks keep a drift of the
+# machine (a neighbour's load for a minute) from landing on one command alone: with one block
+# per command, bwrap's median here once moved 4.95 -> 11.80 ms between two runs of the script.
+# Needs hyperfine and jq (fails otherwise: the caller falls back to bench_time_ms).
+bench_rounds_ms() {
+	local rounds=$1; shift
+	_bench_hyperfine_ok && command -v jq >/dev/null 2>&1 || return 1
+	local per=$(((BENCH_RUNS + rounds - 1) / rounds)) r i dir
+	dir=$(mktemp -d "$BENCH_WORK/rounds.XXXXXX")
+	for ((r = 0; r < rounds; r++)); do
+		if ! hyperfine --style none --shell=none --runs "$per" --warmup "$BENCH_WARMUP" \
+			--export-json "$dir/$r.json" -- "$@" >/dev/null 2>"$dir/err"; then
+			bench_log "hyperfine failed for: $*"
+			sed 's/^/#   /' "$dir/err" | tail -n 15 >&2
+			rm -rf "$dir"
+			return 1
+		fi
+	done
+	for ((i = 0; i < $#; i++)); do
+		cat "$dir"/[0-9]*.json | jq -r ".results[$i].times[] * 1000" | bench_median
+	done
+	rm -rf "$dir"
+}
+
 # bench_time_ms CMD...: runs the argv BENCH_RUNS times, prints the median wall time in ms.
 # Fails (status 1) if any run exits non-zero. BENCH_PREPARE (shell string) runs untimed
 # before each run.

@@ -4,7 +4,8 @@
 #
 #   PADDOCK=build/src/cli/paddock bench/ns-startup.sh
 #
-# Measures (medians of BENCH_RUNS runs, default 20):
+# Measures (medians of BENCH_RUNS runs, default 20; bwrap and paddock in BENCH_ROUNDS
+# alternating blocks, default 5):
 #   paddock run --rm --backend ns -- true         (all of paddock's layers on)
 #   bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true
 #   srt --settings FILE -- true                   (sandbox-runtime 0.0.78, bench/node_modules)
@@ -25,6 +26,7 @@ BWRAP=(bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc)
 PAR_N=${BENCH_PAR_N:-50}
 PAR_REPEATS=${BENCH_PAR_REPEATS:-5}
 RSS_REPEATS=${BENCH_RSS_REPEATS:-5}
+ROUNDS=${BENCH_ROUNDS:-5}   # alternating blocks of the start-up rows (bench_rounds_ms)
 NA="not measured: paddock run --rm --backend ns -- true does not work yet"
 
 # srt scans its working directory for files it must protect (ripgrep, depth 3): run every
@@ -42,16 +44,24 @@ fi
 
 time_startup() {
 	bench_header "ns start-up, $(id -un) (issue 2) — $(bench_machine)"
-	local bw srt pd=""
-	bw=$(bench_time_ms "${BWRAP[@]}" true) || bench_die "bwrap failed"
+	local bw srt pd="" none="" all
 	srt=$(bench_time_ms "${SRT_CMD[@]}" true) || bench_die "srt failed"
-	[ ${#PD_CMD[@]} -gt 0 ] && { pd=$(bench_time_ms "${PD_CMD[@]}" true) || pd=""; }
+	# bwrap and paddock (the default, and the box alone: the default copies the empty working
+	# directory in) in alternating rounds, so that a drift of the machine hits all three
+	if [ ${#PD_CMD[@]} -gt 0 ] &&
+		all=$(bench_rounds_ms "$ROUNDS" "$(_bench_argv_string "${BWRAP[@]}" true)" \
+			"$(_bench_argv_string "${PD_CMD[@]}" true)" \
+			"$(_bench_argv_string "${PD_CMD[@]:0:5}" --workspace none -- true)"); then
+		read -r bw pd none <<<"$(echo $all)"
+	else
+		bw=$(bench_time_ms "${BWRAP[@]}" true) || bench_die "bwrap failed"
+		[ ${#PD_CMD[@]} -gt 0 ] && { pd=$(bench_time_ms "${PD_CMD[@]}" true) || pd=""; }
+		[ -n "$pd" ] && none=$(bench_time_ms "${PD_CMD[@]:0:5}" --workspace none -- true 2>/dev/null)
+	fi
 	bench_row "bwrap --unshare-all ... true" "$bw" ms
 	if [ -n "$pd" ]; then
 		bench_row "paddock run --rm --backend ns -- true" "$pd" ms "$bw" bwrap "target <= 2x"
-		# the default copies the (empty) working directory in; show the box alone too
-		local none
-		if none=$(bench_time_ms "${PD_CMD[@]:0:5}" --workspace none -- true 2>/dev/null); then
+		if [ -n "$none" ]; then
 			bench_row "paddock run --rm --backend ns --workspace none -- true" "$none" ms "$bw" bwrap
 		fi
 		bench_row "srt -- true (sandbox-runtime)" "$srt" ms "$pd" paddock "target >= 20x"
