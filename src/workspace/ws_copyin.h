@@ -31,6 +31,8 @@ int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,
  * of a box that no process of the box can touch yet: the ns backend hands its /workspace over
  * before any session runs) instead of into a tar stream: no archive, no tar in the box, one
  * copy of each byte. Names are resolved beneath dst_fd without following any symlink and
- * created exclusively; files and directories get the project's permission bits and mtimes. */
+ * created exclusively; files and directories get the project's permission bits and mtimes.
+ * The writing runs on a thread of its own (ws_dirwriter) while this one walks, reads and
+ * hashes; it is joined before this returns. */
 int ws_copyin_to_dir(int rootfd, int dst_fd, const struct ws_copyin_opts *o,
 		     struct ws_manifest *ret_manifest, struct ws_notes *notes, pd_err *err);
