@@ -28,6 +28,8 @@ BENCH_OUT=${BENCH_OUT:-$BENCH_DIR/results}
 BENCH_WORK=${BENCH_WORK:-/var/tmp/paddock-bench}
 BENCH_SUITE=${BENCH_SUITE:-$(basename "${BASH_SOURCE[1]:-$0}" .sh)}
 BENCH_SRT=${BENCH_SRT:-$BENCH_DIR/node_modules/.bin/srt}
+# absolute: suites change directory (a relative BENCH_SRT once emptied egress's srt rows)
+case "$BENCH_SRT" in /*) ;; *) BENCH_SRT=$PWD/$BENCH_SRT ;; esac
 mkdir -p "$BENCH_OUT" "$BENCH_WORK"
 # absolute: the scripts change directory (PADDOCK=build/src/cli/paddock from the repo root)
 case ${PADDOCK:-} in ?*/*) PADDOCK=$(realpath "$PADDOCK") ;; esac
