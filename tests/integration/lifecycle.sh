@@ -71,7 +71,10 @@ t_supervisor_sigkill_leaves_a_consistent_ls() {
 	assert_status 125 pd exec k1 -- true
 	local leaf
 	leaf=$(cgroup_leaf k1)
-	[ -n "$(cgroups_at "$leaf")" ] || fail "the dead box's cgroup $leaf is not where the test looks"
+	# (ns: the box's own cgroup; a vm box's QEMU has none of this name)
+	if [ "$PD_BACKEND" = ns ] && [ -z "$(cgroups_at "$leaf")" ]; then
+		fail "the dead box's cgroup $leaf is not where the test looks"
+	fi
 	pd rm k1
 	assert_eq "$(status_of k1)" "absent"
 	# and its cgroup, which the killed supervisor could not remove, is gone too
