@@ -100,10 +100,16 @@ static int direct_put(struct copyin *c, struct ws_dw_item *it)
 	return r;
 }
 
+/* e's item: its path only on a file's first chunk (the later ones continue it) */
+static struct ws_dw_item item_of(const struct ws_entry *e, const struct stat *st, bool first)
+{
+	return (struct ws_dw_item){.path = first ? xstrdup(e->path) : NULL, .type = e->type, .mode = e->mode & 0777,
+				   .atim = st->st_atim, .mtim = st->st_mtim};
+}
+
 static int direct_entry(struct copyin *c, struct ws_entry *e, int fd, const struct stat *st, char *cfg, pd_err *err)
 {
-	struct ws_dw_item it = {.path = xstrdup(e->path), .type = e->type, .mode = e->mode & 0777,
-				.atim = st->st_atim, .mtim = st->st_mtim};
+	struct ws_dw_item it = item_of(e, st, true);
 	if (e->type == WS_SYMLINK)
 		it.target = xstrdup(e->target);
 	if (e->type != WS_FILE)
@@ -116,24 +122,22 @@ static int direct_entry(struct copyin *c, struct ws_entry *e, int fd, const stru
 		return direct_put(c, &it);
 	}
 	bool shrank = false;
-	uint64_t left = e->size;
 	int r = 0;
-	const struct ws_dw_item each = {.type = it.type, .mode = it.mode, .atim = it.atim, .mtim = it.mtim};
-	do {
+	for (uint64_t left = e->size; r == 0;) {
 		size_t want = left < DIRECT_CHUNK ? (size_t)left : DIRECT_CHUNK;
-		if (left != e->size) /* a put took the item: the next continues the file */
-			it = each;
+		if (left != e->size)
+			it = item_of(e, st, false);
 		it.data = xmalloc(want ? want : 1);
 		it.len = want;
 		it.last = left == want;
 		r = read_chunk(c, e, fd, it.data, want, &shrank, h, err);
 		if (r == 0)
-			r = direct_put(c, &it);
-		free(it.path); /* (taken by a successful put) */
-		free(it.data);
-		it.path = NULL, it.data = NULL;
-		left -= want;
-	} while (left > 0 && r == 0);
+			r = direct_put(c, &it); /* takes the buffers, also when it fails */
+		else
+			free(it.path), free(it.data);
+		if ((left -= want) == 0)
+			break;
+	}
 	ws_hasher_final(h, e->sha256);
 	return r;
 }

@@ -103,12 +103,11 @@ static int replace(int pfd, const char *name)
 
 /* The copy's own scan: the record the box's would make of an entry just written (its final
  * mode, times and so ctime). An entry it misses is only fetched by diff, never trusted. */
-static int record_at(struct ws_dirwriter *w, int pfd, const char *name, const char *path, const char *target)
+static void record_at(struct ws_dirwriter *w, int pfd, const char *name, const char *path, const char *target)
 {
 	struct stat st;
 	if (w->scan && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		ws_bscan_add_stat(w->scan, path, target, &st);
-	return 0;
 }
 
 /* The parent directory of path beneath the destination (cached for the next entry, which in
@@ -171,7 +170,8 @@ static int begin_entry(struct ws_dirwriter *w, const struct ws_dw_item *it)
 		if (r < 0)
 			return ws_err_path(&w->err, -r, "cannot create in the box:", it->path);
 		(void)utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW);
-		return record_at(w, pfd, name, it->path, it->target);
+		record_at(w, pfd, name, it->path, it->target);
+		return 0;
 	}
 	case WS_FILE:
 		w->file_fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -238,13 +238,13 @@ static void *writer_main(void *arg)
 	if (r < 0)
 		pd_error(&w->err, r, "cannot take the box user's ids for the copy");
 	pthread_mutex_lock(&w->mu);
-	for (;;) {
+	while (r == 0 && !w->dropping) {
 		while (w->n == 0 && !w->closing && !w->dropping) {
 			w->writer_waits = true;
 			pthread_cond_wait(&w->has_items, &w->mu);
 			w->writer_waits = false;
 		}
-		if (w->dropping || (w->n == 0 && w->closing) || r < 0)
+		if (w->dropping || w->n == 0)
 			break;
 		struct ws_dw_item it = w->q[w->head];
 		w->q[w->head] = (struct ws_dw_item){0};
@@ -271,6 +271,26 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* Everything w holds, once its thread is joined (or never started). */
+static void dw_free(struct ws_dirwriter *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		item_free(&w->q[(w->head + i) % DW_SLOTS]);
+	for (size_t i = 0; i < w->n_dirs; i++)
+		free(w->dirs[i].path);
+	free(w->dirs);
+	if (w->file_fd >= 0)
+		close(w->file_fd);
+	if (w->pdir_fd >= 0)
+		close(w->pdir_fd);
+	free(w->pdir);
+	free(w->file_path);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->has_items);
+	pthread_cond_destroy(&w->has_room);
+	free(w);
+}
+
 int ws_dirwriter_start(int dst_fd, struct ws_bscan *scan, struct ws_dirwriter **ret, pd_err *err)
 {
 	struct stat dst;
@@ -286,10 +306,7 @@ int ws_dirwriter_start(int dst_fd, struct ws_bscan *scan, struct ws_dirwriter **
 	/* signals stay with the caller's threads (a SIGPIPE-free write, a Ctrl-C handler) */
 	int r = thread_start_quiet(&w->thread, NULL, writer_main, w);
 	if (r < 0) {
-		pthread_mutex_destroy(&w->mu);
-		pthread_cond_destroy(&w->has_items);
-		pthread_cond_destroy(&w->has_room);
-		free(w);
+		dw_free(w);
 		return pd_error(err, r, "cannot start the copy's writer");
 	}
 	*ret = w;
@@ -332,20 +349,6 @@ int ws_dirwriter_finish(struct ws_dirwriter *w, bool complete, pd_err *err)
 	int r = w->r;
 	if (r < 0 && err)
 		*err = w->err;
-	for (size_t i = 0; i < w->n; i++)
-		item_free(&w->q[(w->head + i) % DW_SLOTS]);
-	for (size_t i = 0; i < w->n_dirs; i++)
-		free(w->dirs[i].path);
-	free(w->dirs);
-	if (w->file_fd >= 0)
-		close(w->file_fd);
-	if (w->pdir_fd >= 0)
-		close(w->pdir_fd);
-	free(w->pdir);
-	free(w->file_path);
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->has_items);
-	pthread_cond_destroy(&w->has_room);
-	free(w);
+	dw_free(w);
 	return r;
 }
