@@ -173,8 +173,16 @@ if [ $PD_VM = 1 ]; then
 	PD=("$PADDOCK" run --rm --backend vm --workspace none --memory "${VM_MEM}M")
 	"$PADDOCK" run --help 2>&1 | grep -q -- '--accel' && PD+=(--accel "$ACCEL")
 	PD+=(--)
+	# fresh boxes are restored from a template of a booted guest (docs/vm-templates.md): make
+	# sure this configuration's exists (its builder runs after the first box), then time both
+	export PADDOCK_VM_TEMPLATE_DIR=$BENCH_WORK/vm-templates
+	"${PD[@]}" true >/dev/null 2>&1
+	for _ in $(seq 240); do compgen -G "$PADDOCK_VM_TEMPLATE_DIR/*.state" >/dev/null && break; sleep 0.5; done
+	compgen -G "$PADDOCK_VM_TEMPLATE_DIR/*.state" >/dev/null || bench_log "no template was built: the restored row boots"
 	pd=$(bench_time_ms "${PD[@]}" true) || pd=-
-	bench_row "paddock run --rm --backend vm -- true" "$pd" ms "$raw" "raw qemu" "target <= 1.15x"
+	bench_row "paddock run --rm --backend vm -- true (restored from its template)" "$pd" ms "$raw" "raw qemu" "target <= 1.15x"
+	pdcold=$(PADDOCK_VM_TEMPLATE=0 bench_time_ms "${PD[@]}" true) || pdcold=-
+	bench_row "paddock run --rm --backend vm -- true (booted: PADDOCK_VM_TEMPLATE=0)" "$pdcold" ms "$raw" "raw qemu"
 	pdrss=$(bench_peak_rss_median_kb 3 "${PD[@]}" true) || pdrss=-
 	bench_row "peak RSS: paddock vm run (GNU time %M, max of qemu/supervisor)" "$pdrss" KiB "$rss" "raw qemu"
 	vm_memory

@@ -130,7 +130,7 @@ as_user() {
 	chmod -R a+rX "$tmp"
 	su -s /bin/bash "$PD_TEST_USER" -c "cd '$tmp' && env PD_RESULTS='$RESULTS' PD_FILTER='${PD_FILTER:-}' \
 		ASAN_OPTIONS='${ASAN_OPTIONS:-}' UBSAN_OPTIONS='$UBSAN_OPTIONS' PD_BACKEND='${PD_USER_BACKEND:-ns}' \
-		PADDOCK_VM_CACHE_HOME='${PADDOCK_VM_CACHE_HOME:-}' bash -c '
+		PADDOCK_VM_CACHE_HOME='${PADDOCK_VM_CACHE_HOME:-}' PADDOCK_VM_TEMPLATE_DIR=/var/tmp/paddock-vm-templates-$PD_TEST_USER bash -c '
 		for f in ${PD_USER_FILES:-tests/integration/*.sh tests/escape/*.sh}; do
 			[ -e \"\$f\" ] || continue
 			case \"\$f\" in */selfcheck.sh|*/escape-lib.sh) continue ;; esac
@@ -158,9 +158,15 @@ vm_setup() {
 	t0=$SECONDS
 	local home
 	home=$(mktemp -d /tmp/pd-vmwarm.XXXXXX)
+	# fresh boxes are restored from templates of booted guests (vm_template.h): one directory
+	# per user for the whole pass, so that a template built once serves every later test
+	export PADDOCK_VM_TEMPLATE_DIR=/var/tmp/paddock-vm-templates-$(id -un)
 	(cd "$home" && PADDOCK_HOME=$home "$ROOT/build/src/cli/paddock" run --rm --backend vm -- true) || { rm -rf "$home"; return 1; }
 	rm -rf "$home"
 	echo "kernel, initramfs and first boot in $((SECONDS - t0)) s"
+	# the warm-up box's template is being built in the background; most tests use it
+	for _ in $(seq 240); do compgen -G "$PADDOCK_VM_TEMPLATE_DIR/*.state" >/dev/null && break; sleep 0.5; done
+	echo "template: $(ls "$PADDOCK_VM_TEMPLATE_DIR" | grep -c '\.state$') ready after $((SECONDS - t0)) s"
 	chmod 0755 "$PADDOCK_VM_CACHE_HOME" "$PADDOCK_VM_CACHE_HOME/cache"
 	chmod -R a+rX "$PADDOCK_VM_CACHE_HOME/cache"
 }

@@ -1,5 +1,6 @@
 /* main.c — paddock's verb table: each verb is one handler in one file (cmd_<verb>.c). */
 #include "cli/cli.h"
+#include "runtime/vm/vm_template.h"
 #include "util/log.h"
 
 static const struct verb verbs[] = {
@@ -46,6 +47,9 @@ int main(int argc, char **argv)
 	/* internal: the profile builder's layer helper (not a verb) */
 	if (streq(argv[1], "__build-layer"))
 		return cli_build_layer_helper(argc - 1, argv + 1);
+	/* internal: the vm backend's detached template builder (runtime/vm/vm_template.h) */
+	if (streq(argv[1], "__vm-template-build"))
+		return vm_template_build_main(argc - 1, argv + 1);
 	if (streq(argv[1], "--version"))
 		return cmd_version(1, argv);
 	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)

@@ -3,10 +3,12 @@
  * vmboot.h). Everything here runs as PID 1 of a guest whose kernel is the boundary: the
  * guest is the box, so "privileged" steps below only affect the box itself. */
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
+#include <linux/random.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -18,6 +20,7 @@
 
 #include "guest/vmboot.h"
 #include "net/vnet_if.h"
+#include "proto/proto.h"
 #include "util/fdio.h"
 #include "util/util.h"
 
@@ -42,9 +45,68 @@ static bool charset_ok(const char *s, size_t n, const char *set)
 	return n > 0 && strspn(s, set) >= n;
 }
 
+static const char host_set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+
+static int hexval(char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* One "key=value" item of a resume frame; *seen collects the keys (bit 0 host, 1 time, 2 seed). */
+static int resume_item(const char *kv, struct vmboot_resume *r, unsigned *seen)
+{
+	size_t vl;
+	if (!strncmp(kv, "host=", 5) && !(*seen & 1u)) {
+		const char *v = kv + 5;
+		vl = strlen(v);
+		if (vl >= sizeof(r->hostname) || v[0] == '-' || !charset_ok(v, vl, host_set))
+			return -EBADMSG;
+		memcpy(r->hostname, v, vl + 1);
+		*seen |= 1u;
+	} else if (!strncmp(kv, "time=", 5) && !(*seen & 2u)) {
+		unsigned long long t;
+		char end;
+		if (kv[5] < '1' || kv[5] > '9' || sscanf(kv + 5, "%llu%c", &t, &end) != 1 || t > INT64_MAX)
+			return -EBADMSG;
+		r->time_ns = (int64_t)t;
+		*seen |= 2u;
+	} else if (!strncmp(kv, "seed=", 5) && !(*seen & 4u)) {
+		const char *v = kv + 5;
+		if (strlen(v) != 2 * VMBOOT_SEED_BYTES)
+			return -EBADMSG;
+		for (size_t i = 0; i < VMBOOT_SEED_BYTES; i++) {
+			int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
+			if (hi < 0 || lo < 0)
+				return -EBADMSG;
+			r->seed[i] = (uint8_t)(hi << 4 | lo);
+		}
+		*seen |= 4u;
+	} else
+		return -EBADMSG;
+	return 0;
+}
+
+int vmboot_parse_resume(const uint8_t *payload, size_t len, struct vmboot_resume *ret)
+{
+	struct proto_tlv_iter it = {payload, len};
+	struct vmboot_resume r = {0};
+	unsigned seen = 0;
+	uint16_t tag;
+	const uint8_t *v;
+	uint32_t vlen;
+	const char *kv;
+	int n;
+	while ((n = proto_tlv_next(&it, &tag, &v, &vlen)) > 0)
+		if (tag != PROTO_TAG_KV || proto_tlv_str(v, vlen, &kv) < 0 || resume_item(kv, &r, &seen) < 0)
+			return -EBADMSG;
+	if (n < 0 || seen != 7u)
+		return -EBADMSG;
+	*ret = r;
+	return 0;
+}
+
 static void cmdline_item(const char *tok, size_t n, struct vmboot_cmdline *c)
 {
-	static const char host_set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
 	char val[80];
 	const char *eq = memchr(tok, '=', n);
 	if (!eq || (size_t)(tok + n - eq - 1) >= sizeof(val))
@@ -58,6 +120,8 @@ static void cmdline_item(const char *tok, size_t n, struct vmboot_cmdline *c)
 		c->debug = streq(val, "1");
 	else if (kl == 11 && !strncmp(tok, "paddock.net", kl))
 		c->net = streq(val, "1");
+	else if (kl == 16 && !strncmp(tok, "paddock.template", kl))
+		c->template_boot = streq(val, "1");
 	else if (kl == 12 && !strncmp(tok, "paddock.pids", kl)) {
 		unsigned p;
 		char end;
@@ -492,6 +556,79 @@ static void set_contract(int ctl, const struct vmboot_cmdline *c)
 	}
 }
 
+/* The host's entropy into the guest's pool, then a reseed of the CRNG from it: every box
+ * restored from one template starts with the same pool, and after this each has its own.
+ * RNDADDENTROPY credits the bytes (they come from the host's getrandom()). */
+static int reseed(const uint8_t *seed)
+{
+	_Alignas(struct rand_pool_info) uint8_t raw[sizeof(struct rand_pool_info) + VMBOOT_SEED_BYTES];
+	struct rand_pool_info *info = (struct rand_pool_info *)raw;
+	info->entropy_count = VMBOOT_SEED_BYTES * 8;
+	info->buf_size = VMBOOT_SEED_BYTES;
+	memcpy(info->buf, seed, VMBOOT_SEED_BYTES);
+	_cleanup_close_ int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+	int r = fd >= 0 && ioctl(fd, RNDADDENTROPY, info) == 0 && ioctl(fd, RNDRESEEDCRNG) == 0 ? 0 : -errno;
+	explicit_bzero(raw, sizeof(raw));
+	return r;
+}
+
+/* A template boot parks here, its stage 1 done and nothing of any box in it yet: the host
+ * snapshots the guest while it waits, and every box restored from that snapshot wakes up in
+ * this read, gets its hostname, the wall-clock time (the snapshot's is stale) and fresh
+ * entropy, and goes on to greet its own supervisor. The frame comes from the supervisor that
+ * restored the box (the guest's only peer), before any session exists. */
+/* One run of the image's /bin/sh before the park, as the agent: the shell, the dynamic loader
+ * and libc are then in the page cache the template saves, so a restored box's first command
+ * does not read them from its disk (under TCG: ~80 ms). Best effort. It is the image's own
+ * shell, which every box of this image (this template serves no other) runs anyway. */
+static void warm_page_cache(const struct vmboot_cmdline *c)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		static char *const argv[] = {"sh", "-c", "true", NULL};
+		static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+		if (setgroups(0, NULL) == 0 && setgid(c->agent_gid) == 0 && setuid(c->agent_uid) == 0)
+			execve("/bin/sh", argv, envp);
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
+static int park_and_resume(int ctl, struct vmboot_cmdline *c)
+{
+	warm_page_cache(c);
+	step("page cache warmed");
+	struct proto_buf b = {0};
+	proto_tlv_put_str(&b, PROTO_TAG_KV, VMBOOT_PARKED);
+	int r = proto_send(ctl, PROTO_INFO, 0, 0, b.data, (uint32_t)b.len);
+	proto_buf_free(&b);
+	if (r < 0)
+		return r;
+	step("parked");
+	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
+	struct proto_frame f;
+	struct vmboot_resume res;
+	r = proto_recv(ctl, buf, &f);
+	if (r < 0 || f.hdr.type != PROTO_INFO || f.hdr.stream != 0 || vmboot_parse_resume(f.payload, f.hdr.len, &res) < 0) {
+		vlog("no valid resume frame from the host (%s)", r < 0 ? strerror(-r) : "malformed");
+		return r < 0 ? r : -EBADMSG;
+	}
+	struct timespec ts = {.tv_sec = res.time_ns / 1000000000, .tv_nsec = res.time_ns % 1000000000};
+	if (clock_settime(CLOCK_REALTIME, &ts) < 0)
+		vlog("cannot set the clock: %s", strerror(errno));
+	r = reseed(res.seed);
+	explicit_bzero(&res.seed, sizeof(res.seed));
+	if (r < 0) {
+		vlog("cannot reseed the random number generator: %s", strerror(-r));
+		return r;
+	}
+	memcpy(c->hostname, res.hostname, sizeof(c->hostname));
+	step("resumed");
+	return 0;
+}
+
 static _noreturn_ void probe_poweroff(void)
 {
 	static const char msg[] = VMBOOT_PROBE_MARKER "\n";
@@ -538,6 +675,8 @@ int vmboot(void)
 		r = network_up(c.net);
 	if (r == 0)
 		r = limit_pids(c.pids);
+	if (r == 0 && c.template_boot)
+		r = park_and_resume(ctl, &c);
 	if (r < 0) {
 		close(ctl);
 		return r;

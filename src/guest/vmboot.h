@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Modules in the initramfs: VMBOOT_MODULES_DIR/<name>.ko, loaded in the order given (one name
  * a line) by VMBOOT_ORDER_FILE. */
@@ -32,11 +33,16 @@
  *   paddock.pids=N         at most N tasks in the box (a pids cgroup around PID 1 and all
  *                          it starts); absent: no limit
  *   paddock.net=1          the box has a network: wait for eth0 (the one virtio-net device)
- *                          and give it the box's fixed address (src/net/vnet.h) */
+ *                          and give it the box's fixed address (src/net/vnet.h)
+ *   paddock.template=1     a template boot (src/runtime/vm/vm_template.h): at the end of stage 1
+ *                          send VMBOOT_PARKED on the control port and wait for the resume frame
+ *                          (the host snapshots the guest meanwhile; every box restored from
+ *                          the snapshot continues here with its own name, clock and entropy) */
 struct vmboot_cmdline {
 	bool probe;
 	bool debug;
 	bool net;
+	bool template_boot;
 	unsigned pids;
 	char root[32];
 	char hostname[65];
@@ -46,6 +52,25 @@ struct vmboot_cmdline {
 /* Parses /proc/cmdline text (pure; unknown keys and malformed values are ignored, each value is
  * bounded and checked). */
 void vmboot_parse_cmdline(const char *text, struct vmboot_cmdline *ret);
+
+/* A template guest's "I am parked" (a PROTO_INFO frame with this one KV item). */
+#define VMBOOT_PARKED "parked=1"
+/* Bytes of host entropy a resume frame carries (mixed into the guest's pool, then the CRNG is
+ * reseeded: boxes restored from one snapshot do not share their random numbers). */
+#define VMBOOT_SEED_BYTES 64
+
+/* The resume frame (PROTO_INFO, stream 0; KV items "host=NAME", "time=NS since the epoch",
+ * "seed=HEX", each exactly once), decoded. */
+struct vmboot_resume {
+	char hostname[65];
+	int64_t time_ns;
+	uint8_t seed[VMBOOT_SEED_BYTES];
+};
+
+/* Parses a resume frame's payload (pure): -EBADMSG unless all three items are there, once
+ * each, and valid (hostname as paddock.host=, time > 0, seed exactly 2*VMBOOT_SEED_BYTES hex
+ * digits), and nothing else. */
+int vmboot_parse_resume(const uint8_t *payload, size_t len, struct vmboot_resume *ret);
 
 /* Finds the port called VMBOOT_CTL_PORT among /sys/class/virtio-ports entries: given the
  * entries' names (vport0p1...) and their "name" file contents, returns the index or -1.

@@ -50,6 +50,8 @@ struct box_config {
 	/* The supervisor copies the project straight into the box's /workspace (ns): the
 	 * backend hands over a directory fd of it (h->ws_fd) before any session can run. */
 	bool ws_direct;
+	/* vm: boot even a fresh box (no template restore): the retry after a failed restore */
+	bool vm_cold;
 };
 
 /* A running box as the supervisor sees it. */

@@ -39,6 +39,8 @@ const struct runtime_ops *runtime_by_name(const char *name, pd_err *err)
 	return NULL;
 }
 
+#define SUP_RESTORE_TIMEOUT_MS (60 * 1000)
+
 /* Reads exactly one frame with a deadline. buf holds PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD. */
 static int recv_deadline(int fd, uint8_t *buf, struct proto_frame *f, int64_t deadline)
 {
@@ -108,6 +110,45 @@ static void boot_undo(struct box *b, struct sup_net *net)
 	box_shutdown(b, false, 0);
 }
 
+/* The runtime's start, the network, paddock-init's greeting. On failure nothing of the box
+ * runs; b->restored says whether it was a vm restore that failed (its template rejected). */
+static int start_and_greet(struct box *b, const struct box_spec *spec, const char *box_dir, int64_t t0,
+			   struct sup_net **ret_net, pd_err *err)
+{
+	const struct runtime_ops *rt = b->rt;
+	int r = rt->start(&b->cfg, &b->h, err);
+	if (r < 0)
+		return r;
+	b->restored = rt == &runtime_vm && vm_box_restored(&b->h);
+	pd_debug("box %s %s by %s in %lld ms", spec->name, b->restored ? "restored" : "started", rt->name,
+		 (long long)(mono_ms() - t0));
+	/* which accelerator, and why, in one line: when a probe boot just decided it (later starts
+	 * reuse the verdict silently; `paddock doctor` and PADDOCK_DEBUG=1 always say it) */
+	if (rt == &runtime_vm && vm_box_accel_fresh(&b->h))
+		fprintf(stderr, "paddock: %s\n", vm_box_accel_reason(&b->h));
+	else if (rt == &runtime_vm)
+		pd_debug("box %s: accelerator %s", spec->name, vm_box_accel_reason(&b->h));
+	/* the network thread comes up while paddock-init starts; a box whose network cannot be
+	 * built does not run (fail closed) */
+	struct sup_net *net = NULL;
+	if (b->h.net_fd >= 0 && (r = sup_net_start(spec, box_dir, TAKE_FD(b->h.net_fd), &net, err)) < 0) {
+		box_shutdown(b, false, 0);
+		b->restored = false; /* not the template's fault: no second try */
+		return r;
+	}
+	/* a restore takes a second where a boot takes many: one that hangs is given up early */
+	r = greet(b->h.ctl_fd, t0 + (b->restored ? SUP_RESTORE_TIMEOUT_MS : SUP_BOOT_TIMEOUT_MS), err);
+	if (r < 0) {
+		if (b->restored)
+			vm_box_reject_template(&b->h);
+		boot_undo(b, net);
+		b->rt = rt;
+		return r;
+	}
+	*ret_net = net;
+	return 0;
+}
+
 int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, struct sup_net **ret_net, pd_err *err)
 {
 	struct box b = {0};
@@ -121,28 +162,21 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	if (r < 0)
 		return r;
 	b.cfg.ws_direct = box_workspace_direct(ws);
-	r = b.rt->start(&b.cfg, &b.h, err);
+	struct sup_net *net = NULL;
+	r = start_and_greet(&b, spec, box_dir, t0, &net, err);
+	/* a vm box restored from a template that did not come up: that template is dropped and
+	 * the box boots instead (its disk, a copy of the template's, goes too) */
+	if (r < 0 && b.rt == &runtime_vm && b.restored) {
+		pd_debug("box %s: the restore failed (%s); booting it", spec->name, err->msg);
+		b.restored = false;
+		_cleanup_free_ char *disk = xasprintf("%s/disk.qcow2", box_dir);
+		(void)unlink(disk);
+		b.cfg.vm_cold = true;
+		b.rt = &runtime_vm;
+		r = start_and_greet(&b, spec, box_dir, mono_ms(), &net, err);
+	}
 	if (r < 0)
 		return r;
-	pd_debug("box %s started by %s in %lld ms", spec->name, b.rt->name, (long long)(mono_ms() - t0));
-	/* which accelerator, and why, in one line: when a probe boot just decided it (later starts
-	 * reuse the verdict silently; `paddock doctor` and PADDOCK_DEBUG=1 always say it) */
-	if (b.rt == &runtime_vm && vm_box_accel_fresh(&b.h))
-		fprintf(stderr, "paddock: %s\n", vm_box_accel_reason(&b.h));
-	else if (b.rt == &runtime_vm)
-		pd_debug("box %s: accelerator %s", spec->name, vm_box_accel_reason(&b.h));
-	/* the network thread comes up while paddock-init starts; a box whose network cannot be
-	 * built does not run (fail closed) */
-	struct sup_net *net = NULL;
-	if (b.h.net_fd >= 0 && (r = sup_net_start(spec, box_dir, TAKE_FD(b.h.net_fd), &net, err)) < 0) {
-		box_shutdown(&b, false, 0);
-		return r;
-	}
-	r = greet(b.h.ctl_fd, t0 + SUP_BOOT_TIMEOUT_MS, err);
-	if (r < 0) {
-		boot_undo(&b, net);
-		return r;
-	}
 	pd_debug("box %s greeted in %lld ms", spec->name, (long long)(mono_ms() - t0));
 	r = spec->ca_file ? copy_ca(&b, spec->ca_file, err) : 0;
 	if (r == 0)

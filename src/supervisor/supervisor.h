@@ -17,6 +17,7 @@ struct box {
 	const struct runtime_ops *rt;
 	struct box_handle h;
 	struct box_config cfg;
+	bool restored; /* vm: from a template (see box_boot) */
 };
 
 struct sup_net;

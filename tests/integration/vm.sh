@@ -59,14 +59,79 @@ t_guest_network_is_the_supervisors() {
 # the next box from it boots clean.
 t_root_wipes_its_disk_base_and_next_box_unchanged() {
 	pd_only vm "guest disks"
-	local img before
+	local img before tpl tbefore
 	img=$(vm_image)
 	before=$(sha256sum "$img" | cut -d' ' -f1)
+	# the templates fresh boxes are restored from (vm_template.h) must not change either
+	tpl=$(tpl_dir)
+	tbefore=$(cd "$tpl" 2>/dev/null && sha256sum -- *.state *.qcow2 2>/dev/null)
 	pd create wipe >/dev/null
 	pd exec --user root wipe -- sh -c 'echo gone >/etc/os-release; dd if=/dev/zero of=/dev/vda bs=1M count=64 conv=fsync 2>/dev/null; sync' || true
 	pd rm -f wipe
 	assert_eq "$(sha256sum "$img" | cut -d' ' -f1)" "$before" "base image changed"
+	[ -z "$tbefore" ] || assert_eq "$(cd "$tpl" && sha256sum -- $(echo "$tbefore" | awk '{print $2}'))" "$tbefore" "a template changed"
 	assert_contains "$(pd_run -- cat /etc/os-release)" "Debian"
+}
+
+# where this run's templates live (tests/run.sh sets PADDOCK_VM_TEMPLATE_DIR for the vm pass)
+tpl_dir() { echo "${PADDOCK_VM_TEMPLATE_DIR:-${PADDOCK_VM_CACHE_HOME:-$PADDOCK_HOME}/cache/vm-templates}"; }
+
+# wait_template DIR: the detached builder's template appears (a TCG boot in the background)
+wait_template() {
+	for _ in $(seq 600); do
+		compgen -G "$1/*.state" >/dev/null && return 0
+		sleep 0.5
+	done
+	fail "no template appeared in $1: $(ls -la "$1"; cat "$1"/*.console 2>/dev/null | tail -5)"
+}
+
+# A fresh box is restored from a snapshot of a booted guest (vm_template.h): it still gets its
+# own name, the current time and its own randomness; PADDOCK_VM_TEMPLATE=0 boots instead.
+t_fresh_boxes_resume_from_a_template_with_their_own_name_clock_and_entropy() {
+	pd_only vm "templates of booted guests"
+	local dir out a b now t
+	dir=$(mktemp -d /tmp/pd-tpl.XXXXXX)
+	export PADDOCK_VM_TEMPLATE_DIR=$dir
+	out=$(PADDOCK_DEBUG=1 pd_run -- true 2>&1)
+	assert_contains "$out" "not made yet: booting"
+	wait_template "$dir" || return 1
+	assert_eq "$(stat -c %a "$dir"/*.state "$dir"/*.qcow2 | sort -u)" "400" "a template is the owner's alone"
+	a=$(PADDOCK_DEBUG=1 pd run --rm --backend vm --name tpl-a -- sh -c \
+		'hostname; date +%s; cat /proc/sys/kernel/random/boot_id; head -c 16 /dev/urandom | od -An -tx1' 2>&1)
+	now=$(date +%s)
+	assert_contains "$a" "restored by vm"
+	assert_contains "$a" "$(printf '\ntpl-a\n')"
+	t=$(echo "$a" | grep -E '^[0-9]{10}$' | head -1)
+	[ -n "$t" ] && [ $((now - t)) -le 10 ] && [ $((t - now)) -le 2 ] ||
+		fail "the restored guest's clock says '$t', the host's $now"
+	b=$(pd run --rm --backend vm --name tpl-b -- sh -c \
+		'hostname; cat /proc/sys/kernel/random/boot_id; head -c 16 /dev/urandom | od -An -tx1' 2>&1)
+	assert_contains "$b" "tpl-b"
+	assert_ne "$(echo "$a" | tail -2)" "$(echo "$b" | tail -2)" "two restored boxes share boot id or random bytes"
+	out=$(PADDOCK_VM_TEMPLATE=0 PADDOCK_DEBUG=1 pd_run -- hostname 2>&1)
+	assert_contains "$out" "started by vm"
+	assert_not_contains "$out" "restored"
+	rm -rf "$dir"
+}
+
+# A template QEMU cannot load (corrupt, or from another QEMU) is dropped and the box boots.
+t_a_broken_template_is_dropped_and_the_box_boots() {
+	pd_only vm "templates of booted guests"
+	local dir out st
+	dir=$(mktemp -d /tmp/pd-tpl.XXXXXX)
+	export PADDOCK_VM_TEMPLATE_DIR=$dir
+	# (PADDOCK_DEBUG changes the guest's command line, hence the template: both runs have it)
+	PADDOCK_DEBUG=1 pd_run -- true >/dev/null 2>&1
+	wait_template "$dir" || return 1
+	st=$(compgen -G "$dir/*.state")
+	chmod u+w "$st"
+	head -c 4096 /dev/urandom >"$st"
+	out=$(PADDOCK_DEBUG=1 pd run --rm --backend vm --name broken -- hostname 2>&1)
+	assert_contains "$out" "the restore failed"
+	assert_contains "$out" "$(printf '\nbroken')"
+	[ ! -e "$st" ] || fail "the broken template is still there"
+	assert_eq "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" "" "the box left state behind"
+	rm -rf "$dir"
 }
 
 t_console_flood_stays_capped() {

@@ -11,7 +11,7 @@ void qemu_config_init(struct qemu_config *c)
 {
 	*c = (struct qemu_config){
 		.binary = "qemu-system-x86_64", .accel = VM_ACCEL_TCG, .memory_mib = 1024, .cpus = 1,
-		.ctl_fd = -1, .qmp_fd = -1, .console_fd = -1, .net_fd = -1,
+		.ctl_fd = -1, .qmp_fd = -1, .console_fd = -1, .net_fd = -1, .incoming_fd = -1,
 		.balloon = true, .rng = true, .sandbox = true};
 }
 
@@ -54,11 +54,13 @@ char *qemu_kernel_cmdline(const struct qemu_config *c)
 					   ? xasprintf(" tsc_early_khz=%llu tsc=reliable", (unsigned long long)c->tsc_khz)
 					   : xstrdup("");
 	_cleanup_free_ char *pids = c->pids ? xasprintf(" paddock.pids=%u", c->pids) : xstrdup("");
+	/* a template's guest is every box restored from it: no name of one of them */
+	const char *host = c->template_boot ? NULL : c->name;
 	return xasprintf("console=ttyS0 %s panic=-1 rdinit=/init 8250.nr_uarts=1 "
-			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s%s%s",
-			 c->verbose ? "loglevel=7 paddock.debug=1" : "quiet loglevel=4", tsc, c->name ? " paddock.host=" : "",
-			 c->name ? c->name : "", c->probe ? " paddock.probe=1" : "", c->net_fd >= 0 ? " paddock.net=1" : "",
-			 pids);
+			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s%s%s%s",
+			 c->verbose ? "loglevel=7 paddock.debug=1" : "quiet loglevel=4", tsc, host ? " paddock.host=" : "",
+			 host ? host : "", c->probe ? " paddock.probe=1" : "", c->net_fd >= 0 ? " paddock.net=1" : "",
+			 pids, c->template_boot ? " paddock.template=1" : "");
 }
 
 static bool name_ok(const char *s)
@@ -83,6 +85,10 @@ static int validate(const struct qemu_config *c, pd_err *err)
 		return pd_error_msg(err, EINVAL, "qemu: %u cpus out of range (1..64)", c->cpus);
 	if (!c->probe && c->ctl_fd < 0)
 		return pd_error_msg(err, EINVAL, "qemu: no control channel");
+	if ((c->template_boot || c->incoming_fd >= 0) && (c->probe || !c->root_disk))
+		return pd_error_msg(err, EINVAL, "qemu: a template needs a disk and is never a probe");
+	if (c->incoming_fd >= 0 && !c->template_boot)
+		return pd_error_msg(err, EINVAL, "qemu: only a template boot's state can be restored");
 	return 0;
 }
 
@@ -180,6 +186,10 @@ int qemu_argv_build(const struct qemu_config *c, char ***ret_argv, pd_err *err)
 	add_base(&v, c);
 	add_boot(&v, c);
 	add_devices(&v, c);
+	/* the saved state of a template guest, loaded before the guest runs; QEMU starts it
+	 * when the load completes (it was saved running) */
+	if (c->incoming_fd >= 0)
+		addf(&v, "-incoming", xasprintf("fd:%d", c->incoming_fd));
 	*ret_argv = v;
 	return 0;
 }

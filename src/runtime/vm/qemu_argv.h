@@ -42,10 +42,14 @@ struct qemu_config {
 	bool balloon;             /* virtio-balloon with free page reporting */
 	bool rng;                 /* virtio-rng fed from the host's /dev/urandom */
 	bool sandbox;             /* -sandbox on,... (QEMU's seccomp filter) */
+	/* Templates (vm_template.h): the guest parks at the end of stage 1 (paddock.template=1)
+	 * and takes its hostname from the resume frame, so name reaches -name only. */
+	bool template_boot;
+	int incoming_fd;          /* -incoming fd:N: the guest is restored from this saved state */
 };
 
 /* Fills in the defaults for a box (memory 1024 MiB, 1 cpu, balloon, rng, sandbox, all fds
- * -1). */
+ * -1, no template). */
 void qemu_config_init(struct qemu_config *c);
 
 /* The guest kernel command line for c (pure). */

@@ -80,7 +80,7 @@ static void common_checks(char **v)
 	assert_non_null(opt(v, "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny"));
 	/* nothing of the host is shared, and there is no way in but ours */
 	const char *never[] = {"9p", "virtfs", "virtiofs", "vhost-user", "vsock", "-monitor", "stdio", "-fsdev",
-			       "pci", "-netdev", "-nic", "-hda", "-drive", "-virtfs"};
+			       "pci", "-netdev", "-nic", "-hda", "-drive", "-virtfs", "-incoming"};
 	for (size_t i = 0; i < ARRAY_SIZE(never); i++)
 		assert_false(any_contains(v, never[i]));
 	const char *append = opt(v, "-append", "");
@@ -89,6 +89,7 @@ static void common_checks(char **v)
 	assert_non_null(strstr(append, "panic=-1"));
 	assert_null(strstr(append, "paddock.probe"));
 	assert_null(strstr(append, "paddock.net")); /* no network unless asked */
+	assert_null(strstr(append, "paddock.template"));
 }
 
 static void test_kvm(void **state)
@@ -188,6 +189,52 @@ static void test_rejects(void **state)
 	assert_null(v);
 }
 
+/* A template's guest parks at the end of stage 1 and is nobody's box yet: no hostname on its
+ * command line (a restored box gets its own in the resume frame), the same argv otherwise;
+ * a restore adds -incoming on the saved state's fd, last. */
+static void test_template(void **state)
+{
+	struct qemu_config c;
+	char **v, **plain;
+	box_config(&c, VM_ACCEL_TCG);
+	assert_int_equal(qemu_argv_build(&c, &plain, NULL), 0);
+	c.template_boot = true;
+	assert_int_equal(qemu_argv_build(&c, &v, NULL), 0);
+	const char *append = opt(v, "-append", "");
+	assert_non_null(strstr(append, " paddock.template=1"));
+	assert_null(strstr(append, "paddock.host"));
+	assert_string_equal(opt(v, "-name", ""), "paddock-demo"); /* the host's name for QEMU only */
+	assert_false(any_contains(v, "-incoming"));
+	size_t n = 0;
+	for (; v[n]; n++)
+		if (!streq(v[n], append))
+			assert_string_equal(v[n], plain[n]);
+	strv_free(v);
+	c.incoming_fd = 7;
+	assert_int_equal(qemu_argv_build(&c, &v, NULL), 0);
+	size_t m = 0;
+	while (v[m])
+		m++;
+	assert_int_equal(m, n + 2);
+	assert_string_equal(v[m - 2], "-incoming");
+	assert_string_equal(v[m - 1], "fd:7");
+	strv_free(v);
+	strv_free(plain);
+	/* nonsense: a restore of a guest that was not a template's, a template probe or diskless */
+	pd_err err = {0};
+	v = NULL;
+	box_config(&c, VM_ACCEL_TCG);
+	c.incoming_fd = 7;
+	assert_int_equal(qemu_argv_build(&c, &v, &err), -EINVAL);
+	c.template_boot = true;
+	c.probe = true;
+	assert_int_equal(qemu_argv_build(&c, &v, &err), -EINVAL);
+	c.probe = false;
+	c.root_disk = NULL;
+	assert_int_equal(qemu_argv_build(&c, &v, &err), -EINVAL);
+	assert_null(v);
+}
+
 static void test_escape(void **state)
 {
 	char *s = qemu_opt_escape("a,b,,c");
@@ -206,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_optional_devices),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_rejects),
+		cmocka_unit_test(test_template),
 		cmocka_unit_test(test_escape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include "runtime/vm/vm.h"
 #include "runtime/vm/vm_console.h"
 #include "runtime/vm/vm_probe.h"
+#include "runtime/vm/vm_template.h"
 #include "util/fdio.h"
 #include "util/log.h"
 
@@ -30,6 +31,8 @@ struct vm_box {
 	bool console_running;
 	enum vm_accel accel;
 	bool fresh;
+	bool restored;            /* from tpl, not booted */
+	struct vm_template tpl;
 	char reason[320];
 };
 
@@ -89,6 +92,19 @@ const char *vm_box_accel_reason(const struct box_handle *h)
 	return b ? b->reason : "";
 }
 
+bool vm_box_restored(const struct box_handle *h)
+{
+	const struct vm_box *b = h->priv;
+	return b && b->restored;
+}
+
+void vm_box_reject_template(const struct box_handle *h)
+{
+	const struct vm_box *b = h->priv;
+	if (b && b->restored)
+		vm_template_reject(&b->tpl);
+}
+
 /* Everything one start owns until it succeeds or is undone. */
 struct start_ctx {
 	const struct box_config *cfg;
@@ -100,8 +116,14 @@ struct start_ctx {
 	struct vm_boot_files files;
 	struct vm_accel_choice accel;
 	char *disk;
+	char *base;
 	int ctl[2], qmp[2], con[2], net[2];
 	int log_fd;
+	/* templates (vm_template.h): a fresh box is restored from tpl when it is ready (state_fd
+	 * open), else boots cold and has one built for the next box (build) */
+	bool use_template, restore, build;
+	struct vm_template tpl;
+	int state_fd;
 };
 
 static void start_ctx_done(struct start_ctx *c)
@@ -112,6 +134,9 @@ static void start_ctx_done(struct start_ctx *c)
 	free(c->qemu);
 	free(c->init_override);
 	free(c->disk);
+	free(c->base);
+	vm_template_done(&c->tpl);
+	closep(&c->state_fd);
 	for (int i = 0; i < 2; i++) {
 		closep(&c->ctl[i]);
 		closep(&c->qmp[i]);
@@ -192,16 +217,23 @@ static int prepare_boot(struct start_ctx *c, pd_err *err)
  * other box (Kata CVE-2020-2025). Kept across restarts: it is the box's state. */
 static int prepare_disk(struct start_ctx *c, pd_err *err)
 {
-	c->disk = xasprintf("%s/disk.qcow2", c->cfg->state_dir);
+	if (c->restore) {
+		/* the template's overlay as it was when the guest parked: what the restored guest's
+		 * page cache and mounted ext4 expect to find */
+		pd_err terr = {0};
+		if (vm_template_take(&c->tpl, c->disk, &c->state_fd, &terr) == 0)
+			return 0;
+		pd_debug("vm %s: template %s unusable (%s); booting", c->cfg->name, c->tpl.key, terr.msg);
+		c->restore = false;
+	}
 	if (access(c->disk, F_OK) == 0)
 		return 0;
-	/* an image's own disk (made by the CLI from its tree, image/vmdisk.h), else the default */
-	_cleanup_free_ char *base = c->cfg->disk_image ? xstrdup(c->cfg->disk_image) : vm_base_image(c->home);
+	const char *base = c->base;
 	if (access(base, R_OK) < 0)
 		return pd_error(err, errno, c->cfg->disk_image ? "the image's vm disk %s" : "vm base image %s (build it with scripts/vm-build-rootfs.sh)",
 				base);
 	_cleanup_free_ char *tmp = xasprintf("%s/disk.qcow2.tmp", c->cfg->state_dir);
-	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", base, tmp, NULL};
+	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", (char *)base, tmp, NULL};
 	int r = image_run(argv, NULL, NULL, err);
 	if (r < 0)
 		return pd_err_prefix(err, "cannot create the box's disk");
@@ -280,15 +312,65 @@ static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q)
 	q->verbose = pd_debug_enabled;
 }
 
+/* QEMU's argv for the template of this box's configuration, with disk as its disk. */
+static int template_argv(const struct start_ctx *c, const char *disk, char ***ret, pd_err *err)
+{
+	struct qemu_config q;
+	fill_qemu_config(c, &q);
+	q.name = NULL;
+	q.template_boot = true;
+	q.root_disk = disk;
+	return qemu_argv_build(&q, ret, err);
+}
+
+/* Which template a fresh box would come from, and whether it is ready (vm_template.h). Only a
+ * box without a disk yet: a stopped box's disk is its own state, it boots. */
+static int plan_template(struct start_ctx *c, pd_err *err)
+{
+	c->disk = xasprintf("%s/disk.qcow2", c->cfg->state_dir);
+	/* an image's own disk (made by the CLI from its tree, image/vmdisk.h), else the default */
+	c->base = c->cfg->disk_image ? xstrdup(c->cfg->disk_image) : vm_base_image(c->home);
+	if (!vm_template_enabled() || c->cfg->vm_cold || access(c->disk, F_OK) == 0)
+		return 0;
+	_cleanup_strv_ char **argv = NULL;
+	int r = template_argv(c, "@disk", &argv, err);
+	if (r < 0)
+		return r;
+	const char *files[] = {c->qemu, c->kernel.boot_path, c->initrd, c->base};
+	_cleanup_free_ char *id = vm_template_identity(files, ARRAY_SIZE(files));
+	_cleanup_free_ char *key = vm_template_key(argv, id);
+	_cleanup_free_ char *own = box_home(c->cfg);
+	_cleanup_free_ char *dir = vm_template_dir(c->home, own);
+	vm_template_init(&c->tpl, dir, key);
+	c->use_template = true;
+	c->restore = vm_template_ready(&c->tpl);
+	pd_debug("vm %s: template %s %s", c->cfg->name, key, c->restore ? "ready: restoring" : "not made yet: booting");
+	return 0;
+}
+
+static void build_template_later(const struct start_ctx *c)
+{
+	_cleanup_free_ char *disk = xasprintf("%s.tmp", c->tpl.disk);
+	_cleanup_strv_ char **argv = NULL;
+	if (template_argv(c, disk, &argv, NULL) == 0)
+		vm_template_build_async(&c->tpl, argv, c->base, c->cfg->network);
+}
+
 static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 {
 	struct qemu_config q;
 	fill_qemu_config(c, &q);
+	size_t n_fds = c->cfg->network ? 4 : 3;
+	struct qemu_fd fds[] = {{c->ctl[1], 3}, {c->qmp[1], 4}, {c->con[1], 5}, {c->net[1], 6}, {-1, -1}};
+	if (c->restore) {
+		q.template_boot = true;
+		q.incoming_fd = 3 + (int)n_fds;
+		fds[n_fds++] = (struct qemu_fd){c->state_fd, q.incoming_fd};
+	}
 	_cleanup_strv_ char **argv = NULL;
 	int r = qemu_argv_build(&q, &argv, err);
 	if (r < 0)
 		return r;
-	struct qemu_fd fds[] = {{c->ctl[1], 3}, {c->qmp[1], 4}, {c->con[1], 5}, {c->net[1], 6}};
 	struct vm_box *b = xcalloc(1, sizeof(*b));
 	r = vm_console_start(TAKE_FD(c->con[0]), c->cfg->state_dir, &b->console, err);
 	if (r < 0) {
@@ -297,13 +379,22 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 	}
 	pid_t pid;
 	int pidfd;
-	r = qemu_spawn(argv, fds, c->cfg->network ? 4 : 3, c->log_fd, &pid, &pidfd, err);
+	r = qemu_spawn(argv, fds, n_fds, c->log_fd, &pid, &pidfd, err);
+	/* the restored guest's first read in its park: its name, the clock, fresh entropy */
+	if (r == 0 && c->restore && (r = vm_template_resume(c->ctl[0], c->cfg->name, err)) < 0) {
+		qemu_kill(pid, pidfd);
+		(void)qemu_wait(pid, pidfd, 10000, &(int){0});
+		closep(&pidfd);
+	}
 	if (r < 0) {
 		closep(&c->con[1]); /* EOF for the console thread */
 		vm_console_join(b->console);
 		free(b);
 		return r;
 	}
+	b->restored = c->restore;
+	if (c->restore)
+		b->tpl = c->tpl, c->tpl = (struct vm_template){0};
 	b->console_running = true;
 	b->qmp_fd = TAKE_FD(c->qmp[0]);
 	b->accel = c->accel.accel;
@@ -316,12 +407,18 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 
 static int vm_start(const struct box_config *cfg, struct box_handle *ret, pd_err *err)
 {
-	struct start_ctx c = {.cfg = cfg, .ctl = {-1, -1}, .qmp = {-1, -1}, .con = {-1, -1}, .net = {-1, -1}, .log_fd = -1};
+	struct start_ctx c = {.cfg = cfg, .ctl = {-1, -1}, .qmp = {-1, -1}, .con = {-1, -1}, .net = {-1, -1},
+			      .log_fd = -1, .state_fd = -1};
 	int r = validate(cfg, err);
 	if (r == 0)
 		r = prepare_boot(&c, err);
 	if (r == 0)
+		r = plan_template(&c, err);
+	if (r == 0)
 		r = prepare_disk(&c, err);
+	/* no template for this configuration yet: the next fresh box gets one */
+	if (r == 0 && c.use_template && !c.restore)
+		build_template_later(&c);
 	if (r == 0)
 		r = prepare_channels(&c, err);
 	if (r == 0)
@@ -362,6 +459,7 @@ static void vm_cleanup(struct box_handle *h)
 		/* QEMU has exited: its end of the console socket is closed, the copy ends at EOF */
 		if (b->console_running)
 			vm_console_join(b->console);
+		vm_template_done(&b->tpl);
 		free(b);
 		h->priv = NULL;
 	}

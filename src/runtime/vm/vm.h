@@ -38,6 +38,10 @@ char **vm_doctor(const char *home);
 /* For a started box: the accelerator and the one line saying why. */
 enum vm_accel vm_box_accel(const struct box_handle *h);
 const char *vm_box_accel_reason(const struct box_handle *h);
+/* The box was restored from a template (vm_template.h), not booted. */
+bool vm_box_restored(const struct box_handle *h);
+/* Its restore failed: the template is removed so that no later box tries it. */
+void vm_box_reject_template(const struct box_handle *h);
 /* Whether that verdict came from a probe boot of this start (say it once, then only in
  * `doctor` and the debug log). */
 bool vm_box_accel_fresh(const struct box_handle *h);
