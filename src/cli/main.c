@@ -36,6 +36,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	pd_log_init();
+	vm_template_enable("/proc/self/exe");
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -97,6 +97,18 @@ static void test_take(void **state)
 	rm_rf(d);
 }
 
+static void test_enabled(void **state)
+{
+	unsetenv("PADDOCK_VM_TEMPLATE");
+	assert_false(vm_template_enabled()); /* no builder named: a program that cannot make them */
+	vm_template_enable("/proc/self/exe");
+	assert_true(vm_template_enabled());
+	setenv("PADDOCK_VM_TEMPLATE", "0", 1);
+	assert_false(vm_template_enabled());
+	unsetenv("PADDOCK_VM_TEMPLATE");
+	vm_template_enable(NULL);
+}
+
 static void test_prune(void **state)
 {
 	_cleanup_free_ char *d = tmpdir();
@@ -133,6 +145,7 @@ int main(void)
 		cmocka_unit_test(test_key),
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_take),
+		cmocka_unit_test(test_enabled),
 		cmocka_unit_test(test_prune),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

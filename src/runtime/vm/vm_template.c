@@ -91,10 +91,17 @@ void vm_template_done(struct vm_template *t)
 	*t = (struct vm_template){0};
 }
 
+static const char *builder_exe;
+
+void vm_template_enable(const char *exe)
+{
+	builder_exe = exe;
+}
+
 bool vm_template_enabled(void)
 {
 	const char *v = getenv("PADDOCK_VM_TEMPLATE");
-	return !v || !streq(v, "0");
+	return builder_exe && (!v || !streq(v, "0"));
 }
 
 char *vm_template_dir(const char *shared_home, const char *own_home)
@@ -218,7 +225,7 @@ int vm_template_resume(int ctl_fd, const char *host, pd_err *err)
 
 void vm_template_build_async(const struct vm_template *t, char *const *qemu_argv, const char *base, bool net)
 {
-	if (vm_template_ready(t))
+	if (!builder_exe || vm_template_ready(t))
 		return;
 	char **argv = NULL;
 	_cleanup_free_ char *disk = xasprintf("%s.tmp", t->disk);
@@ -238,7 +245,7 @@ void vm_template_build_async(const struct vm_template *t, char *const *qemu_argv
 			_exit(1);
 		close_range(3, ~0u, 0);
 		(void)setpriority(PRIO_PROCESS, 0, 19);
-		execv("/proc/self/exe", argv);
+		execv(builder_exe, argv);
 		_exit(127);
 	}
 	if (pid > 0)

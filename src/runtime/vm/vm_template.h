@@ -50,7 +50,11 @@ char *vm_template_identity(const char *const *paths, size_t n);
 
 void vm_template_init(struct vm_template *t, const char *dir, const char *key);
 void vm_template_done(struct vm_template *t);
-/* False when PADDOCK_VM_TEMPLATE=0. */
+/* Templates are made and used only in a program that can build them: paddock's main names
+ * its own executable here (the builder is `EXE __vm-template-build`). Other programs linking
+ * the vm backend (its tests, vm-bench) always boot. */
+void vm_template_enable(const char *exe);
+/* False unless enabled, and when PADDOCK_VM_TEMPLATE=0. */
 bool vm_template_enabled(void);
 /* The directory for templates: $PADDOCK_VM_TEMPLATE_DIR if set (absolute) and writable, else
  * <shared>/cache/vm-templates if it can be made and written, else <own>/cache/vm-templates. */
