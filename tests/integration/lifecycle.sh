@@ -216,6 +216,8 @@ t_doctor_reports() {
 	assert_contains "$out" "ns backend"
 	assert_contains "$out" "Landlock"
 	assert_contains "$out" "/dev/kvm"
+	assert_contains "$out" "vm templates: "
+	assert_contains "$(PADDOCK_VM_TEMPLATE=0 pd doctor)" "vm templates: off"
 }
 
 run_tests

@@ -507,6 +507,8 @@ char **vm_doctor(const char *home)
 		_cleanup_free_ char *al = doctor_accel(home, qemu, &k);
 		v = strv_append(v, al);
 	}
+	_cleanup_free_ char *tl = vm_template_doctor(home);
+	v = strv_append(v, tl);
 	kernel_cache_done(&k);
 	return v;
 }

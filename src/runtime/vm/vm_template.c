@@ -118,6 +118,23 @@ char *vm_template_dir(const char *shared_home, const char *own_home)
 	return d;
 }
 
+char *vm_template_doctor(const char *home)
+{
+	if (!vm_template_enabled())
+		return xstrdup("info vm templates: off (PADDOCK_VM_TEMPLATE=0): every vm box boots");
+	const char *env = getenv("PADDOCK_VM_TEMPLATE_DIR"), *cache = getenv("PADDOCK_VM_CACHE_HOME");
+	_cleanup_free_ char *dir = env && env[0] == '/' ? xstrdup(env)
+				  : xasprintf("%s/cache/vm-templates", cache && cache[0] == '/' ? cache : home);
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_strv_ char **names = NULL;
+	size_t n = 0;
+	if (fd >= 0 && dir_list_names(fd, &names) == 0)
+		for (size_t i = 0; names[i]; i++)
+			n += strlen(names[i]) == 32 + 6 && streq(names[i] + 32, ".state");
+	return xasprintf("info vm templates: %zu ready in %s (a fresh box resumes from its configuration's; "
+			 "the first one of a configuration boots and has one made)", n, dir);
+}
+
 bool vm_template_ready(const struct vm_template *t)
 {
 	return access(t->state, R_OK) == 0 && access(t->disk, R_OK) == 0;

@@ -60,6 +60,8 @@ bool vm_template_enabled(void);
  * <shared>/cache/vm-templates if it can be made and written, else <own>/cache/vm-templates. */
 char *vm_template_dir(const char *shared_home, const char *own_home);
 bool vm_template_ready(const struct vm_template *t);
+/* `paddock doctor`'s line about templates under home (or PADDOCK_VM_TEMPLATE_DIR). */
+char *vm_template_doctor(const char *home);
 
 /* A box's disk from the template (a copy of its overlay, made at path through path.tmp) and
  * the template's state opened for reading (*ret_fd, O_CLOEXEC). */
