@@ -120,8 +120,8 @@ struct start_ctx {
 	int ctl[2], qmp[2], con[2], net[2];
 	int log_fd;
 	/* templates (vm_template.h): a fresh box is restored from tpl when it is ready (state_fd
-	 * open), else boots cold and has one built for the next box (build) */
-	bool use_template, restore, build;
+	 * open), else boots cold and has one built for the next box */
+	bool use_template, restore;
 	struct vm_template tpl;
 	int state_fd;
 };
