@@ -5,10 +5,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/random.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
-#include <linux/random.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -47,11 +47,6 @@ static bool charset_ok(const char *s, size_t n, const char *set)
 
 static const char host_set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
 
-static int hexval(char ch)
-{
-	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 /* One "key=value" item of a resume frame; *seen collects the keys (bit 0 host, 1 time, 2 seed). */
 static int resume_item(const char *kv, struct vmboot_resume *r, unsigned *seen)
 {
@@ -71,15 +66,8 @@ static int resume_item(const char *kv, struct vmboot_resume *r, unsigned *seen)
 		r->time_ns = (int64_t)t;
 		*seen |= 2u;
 	} else if (!strncmp(kv, "seed=", 5) && !(*seen & 4u)) {
-		const char *v = kv + 5;
-		if (strlen(v) != 2 * VMBOOT_SEED_BYTES)
+		if (hex_decode(kv + 5, r->seed, VMBOOT_SEED_BYTES) < 0)
 			return -EBADMSG;
-		for (size_t i = 0; i < VMBOOT_SEED_BYTES; i++) {
-			int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
-			if (hi < 0 || lo < 0)
-				return -EBADMSG;
-			r->seed[i] = (uint8_t)(hi << 4 | lo);
-		}
 		*seen |= 4u;
 	} else
 		return -EBADMSG;
@@ -572,11 +560,6 @@ static int reseed(const uint8_t *seed)
 	return r;
 }
 
-/* A template boot parks here, its stage 1 done and nothing of any box in it yet: the host
- * snapshots the guest while it waits, and every box restored from that snapshot wakes up in
- * this read, gets its hostname, the wall-clock time (the snapshot's is stale) and fresh
- * entropy, and goes on to greet its own supervisor. The frame comes from the supervisor that
- * restored the box (the guest's only peer), before any session exists. */
 /* One run of the image's /bin/sh before the park, as the agent: the shell, the dynamic loader
  * and libc are then in the page cache the template saves, so a restored box's first command
  * does not read them from its disk (under TCG: ~80 ms). Best effort. It is the image's own
@@ -596,6 +579,11 @@ static void warm_page_cache(const struct vmboot_cmdline *c)
 			;
 }
 
+/* A template boot parks here, its stage 1 done and nothing of any box in it yet: the host
+ * snapshots the guest while it waits, and every box restored from that snapshot wakes up in
+ * this read, gets its hostname, the wall-clock time (the snapshot's is stale) and fresh
+ * entropy, and goes on to greet its own supervisor. The frame comes from the supervisor that
+ * restored the box (the guest's only peer), before any session exists. */
 static int park_and_resume(int ctl, struct vmboot_cmdline *c)
 {
 	warm_page_cache(c);

@@ -180,8 +180,7 @@ static char *plan_key(const uint8_t *init, size_t init_len, const char *order)
 		abort(); /* only fails on allocation failure */
 	EVP_MD_CTX_free(ctx);
 	char *hex = xmalloc(33);
-	for (unsigned i = 0; i < 16; i++)
-		sprintf(hex + 2 * i, "%02x", md[i]);
+	hex_encode(md, 16, hex);
 	return hex;
 }
 

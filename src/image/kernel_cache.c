@@ -157,8 +157,7 @@ static char *sha256_hex(const uint8_t *data, size_t len)
 	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
 		abort(); /* only fails on allocation failure */
 	char *hex = xmalloc(mdlen * 2 + 1);
-	for (unsigned i = 0; i < mdlen; i++)
-		sprintf(hex + 2 * i, "%02x", md[i]);
+	hex_encode(md, mdlen, hex);
 	return hex;
 }
 

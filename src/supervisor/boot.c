@@ -166,13 +166,11 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	r = start_and_greet(&b, spec, box_dir, t0, &net, err);
 	/* a vm box restored from a template that did not come up: that template is dropped and
 	 * the box boots instead (its disk, a copy of the template's, goes too) */
-	if (r < 0 && b.rt == &runtime_vm && b.restored) {
+	if (r < 0 && b.restored) {
 		pd_debug("box %s: the restore failed (%s); booting it", spec->name, err->msg);
-		b.restored = false;
 		_cleanup_free_ char *disk = xasprintf("%s/disk.qcow2", box_dir);
 		(void)unlink(disk);
 		b.cfg.vm_cold = true;
-		b.rt = &runtime_vm;
 		r = start_and_greet(&b, spec, box_dir, mono_ms(), &net, err);
 	}
 	if (r < 0)

@@ -66,6 +66,13 @@ char **strv_append_unique(char **v, const char *s);
 /* CLOCK_MONOTONIC in milliseconds (deadlines, timeouts, progress) */
 int64_t mono_ms(void);
 
+/* Lowercase hex: the value of one digit ('0'-'9', 'a'-'f'), or -1 */
+int hex_digit(char c);
+/* n bytes as 2n lowercase digits and a NUL (out holds 2n + 1) */
+void hex_encode(const uint8_t *in, size_t n, char *out);
+/* exactly 2n lowercase digits into n bytes; -EINVAL for another length or another character */
+int hex_decode(const char *hex, uint8_t *out, size_t n);
+
 static inline bool streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
 static inline bool startswith(const char *s, const char *prefix)
 {

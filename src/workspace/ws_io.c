@@ -46,34 +46,12 @@ void ws_sha256(const void *buf, size_t len, uint8_t ret[WS_SHA256_LEN])
 
 void ws_sha256_hex(const uint8_t sha[WS_SHA256_LEN], char ret[2 * WS_SHA256_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < WS_SHA256_LEN; i++) {
-		ret[2 * i] = hex[sha[i] >> 4];
-		ret[2 * i + 1] = hex[sha[i] & 15];
-	}
-	ret[2 * WS_SHA256_LEN] = '\0';
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
+	hex_encode(sha, WS_SHA256_LEN, ret);
 }
 
 int ws_sha256_parse(const char *hex, uint8_t ret[WS_SHA256_LEN])
 {
-	if (strlen(hex) != 2 * WS_SHA256_LEN)
-		return -EINVAL;
-	for (size_t i = 0; i < WS_SHA256_LEN; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		ret[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
+	return hex_decode(hex, ret, WS_SHA256_LEN);
 }
 
 int ws_err_path(pd_err *err, int errnum, const char *what, const char *path)

@@ -85,15 +85,6 @@ int ws_manifest_save_nosync(const struct ws_manifest *m, int dirfd, const char *
 	return save(m, dirfd, name, false, err);
 }
 
-static int hexdigit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 static int unescape(const char *s, char **ret)
 {
 	size_t n = strlen(s), j = 0;
@@ -105,7 +96,7 @@ static int unescape(const char *s, char **ret)
 		}
 		if (i + 3 >= n || s[i + 1] != 'x')
 			return -EINVAL;
-		int hi = hexdigit(s[i + 2]), lo = hexdigit(s[i + 3]);
+		int hi = hex_digit(s[i + 2]), lo = hex_digit(s[i + 3]);
 		if (hi < 0 || lo < 0 || (hi | lo) == 0)
 			return -EINVAL; /* no NUL inside a name */
 		out[j++] = (char)(hi << 4 | lo);

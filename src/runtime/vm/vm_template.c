@@ -41,8 +41,7 @@ char *vm_template_key(char *const *argv, const char *identity)
 		abort(); /* only fails when out of memory */
 	EVP_MD_CTX_free(ctx);
 	char *hex = xmalloc(33);
-	for (unsigned i = 0; i < 16; i++)
-		sprintf(hex + 2 * i, "%02x", md[i]);
+	hex_encode(md, 16, hex);
 	return hex;
 }
 
@@ -118,6 +117,12 @@ char *vm_template_dir(const char *shared_home, const char *own_home)
 	return d;
 }
 
+/* <32 hex digits>.state: a ready template's state file */
+static bool is_state_name(const char *name)
+{
+	return strlen(name) == 32 + 6 && streq(name + 32, ".state");
+}
+
 char *vm_template_doctor(const char *home)
 {
 	if (!vm_template_enabled())
@@ -130,7 +135,7 @@ char *vm_template_doctor(const char *home)
 	size_t n = 0;
 	if (fd >= 0 && dir_list_names(fd, &names) == 0)
 		for (size_t i = 0; names[i]; i++)
-			n += strlen(names[i]) == 32 + 6 && streq(names[i] + 32, ".state");
+			n += is_state_name(names[i]);
 	return xasprintf("info vm templates: %zu ready in %s (a fresh box resumes from its configuration's; "
 			 "the first one of a configuration boots and has one made)", n, dir);
 }
@@ -211,9 +216,7 @@ void vm_template_resume_payload(struct proto_buf *b, const char *host, int64_t n
 	_cleanup_free_ char *t = xasprintf("time=%lld", (long long)now_ns);
 	char *s = xmalloc(5 + 2 * seed_len + 1);
 	memcpy(s, "seed=", 5);
-	for (size_t i = 0; i < seed_len; i++)
-		sprintf(s + 5 + 2 * i, "%02x", seed[i]);
-	s[5 + 2 * seed_len] = '\0';
+	hex_encode(seed, seed_len, s + 5);
 	proto_tlv_put_str(b, PROTO_TAG_KV, h);
 	proto_tlv_put_str(b, PROTO_TAG_KV, t);
 	proto_tlv_put_str(b, PROTO_TAG_KV, s);
@@ -503,9 +506,8 @@ void vm_template_prune(const char *dir, size_t keep)
 	struct tpl_age *v = NULL;
 	size_t n = 0;
 	for (size_t i = 0; names[i]; i++) {
-		size_t l = strlen(names[i]);
 		struct stat st;
-		if (l != 32 + 6 || strcmp(names[i] + 32, ".state") != 0 || fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (!is_state_name(names[i]) || fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		v = xrealloc(v, (n + 1) * sizeof(*v));
 		v[n++] = (struct tpl_age){xstrndup(names[i], 32), (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
