@@ -185,4 +185,27 @@ t_dev_access() {
 	esc_simple dev-access
 }
 
+# vm templates (docs/vm-templates.md): a fresh box is restored from a snapshot of a booted
+# guest. Root in one restored box plants a token in its root filesystem, page cache and
+# memory, then wipes its disk: the template's files on the host stay byte for byte, and the
+# next box restored from the same template sees none of it.
+t_vm_root_cannot_taint_the_template_of_later_boxes() {
+	pd_only vm "templates of booted guests"
+	esc_begin
+	local f out
+	# (PADDOCK_DEBUG is part of a template's key: every run has it, for "restored by vm")
+	export PADDOCK_VM_TEMPLATE_DIR=$ESC_DIR/templates PADDOCK_DEBUG=1
+	pd_run -- true >/dev/null 2>&1
+	for _ in $(seq 600); do compgen -G "$PADDOCK_VM_TEMPLATE_DIR/*.state" >/dev/null && break; sleep 0.5; done
+	compgen -G "$PADDOCK_VM_TEMPLATE_DIR/*.state" >/dev/null || { fail "no template was built"; return 1; }
+	for f in "$PADDOCK_VM_TEMPLATE_DIR"/*.state "$PADDOCK_VM_TEMPLATE_DIR"/*.qcow2; do esc_watch "$f"; done
+	pd_run --user root -- sh -c "echo $ESC_TOKEN >/etc/pd-planted; echo $ESC_TOKEN >/dev/shm/pd-planted
+		sync; dd if=/dev/zero of=/dev/vda bs=1M count=64 conv=fsync 2>/dev/null; sync" >/dev/null 2>&1 || true
+	out=$(pd_run --user root -- sh -c 'cat /etc/pd-planted /dev/shm/pd-planted; cat /etc/os-release' 2>&1)
+	assert_contains "$out" "restored by vm"
+	assert_not_contains "$out" "$ESC_TOKEN"
+	assert_contains "$out" "Debian"
+	esc_host_unchanged
+}
+
 run_tests
