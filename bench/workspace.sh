@@ -15,6 +15,7 @@
 #     virtual disk the write side dominates, so say which one paddock's copy lands on
 #   diff -rq of the pristine and the changed tree (reference: a tool that reads both trees)
 #   tar | tar of the 500 changed files onto a copy (reference for apply)
+#   paddock-init:tar -c | paddock-init:tar -x into tmpfs (the box's own tar; vs tar|tar tmpfs)
 #   paddock run --rm -w TREE --workspace copy -- true       (copy-in; target <= 1.5x tar|tar)
 #   paddock diff NAME --stat after the 1% change              (target <= 1 s; median of
 #                                                              BENCH_WS_DIFF_RUNS, default 3)
@@ -90,6 +91,22 @@ anchors() {
 	rm -rf "$dst"
 }
 
+# paddock-init's tar built-in (the box's end of every workspace stream on vm, of diff's fetch,
+# cp and saved workspaces on every backend) against GNU tar, both into tmpfs: the static
+# binary beside $PADDOCK's build (BENCH_INIT to name another)
+init_tar() {
+	local init=${BENCH_INIT:-$(dirname "${PADDOCK:-.}")/../guest/paddock-init} shm=/dev/shm/paddock-bench-dst t
+	if [ ! -x "$init" ] || ! "$init" paddock-init:tar -c "$WS/probe" >/dev/null 2>&1 || [ ! -d /dev/shm ]; then
+		bench_row "paddock-init:tar -c | paddock-init:tar -x, dst on tmpfs" - ms "" - "no paddock-init with the tar built-in at $init"
+		return 0
+	fi
+	t=$(BENCH_RUNS=$WS_RUNS BENCH_WARMUP=1 BENCH_PREPARE="rm -rf '$shm' && mkdir -p '$shm'" \
+		bench_time_sh_ms "'$init' paddock-init:tar -c '$SRC' | '$init' paddock-init:tar -x '$shm'") || t=-
+	rm -rf "$shm"
+	bench_row "paddock-init:tar -c | paddock-init:tar -x, dst on tmpfs" "$t" ms "$TARTAR_TMPFS" "tar|tar tmpfs" \
+		"the box's own tar (no GNU tar needed in an image)"
+}
+
 paddock_ready() {
 	bench_paddock_works ns && bench_paddock_has diff && bench_paddock_has apply &&
 		mkdir -p "$WS/probe" && "$PADDOCK" run --rm --backend ns -w "$WS/probe" \
@@ -157,4 +174,6 @@ paddock_side() {
 bench_header "workspace (issue 3) — $(bench_machine)"
 make_trees
 anchors
+mkdir -p "$WS/probe"
+init_tar
 paddock_side

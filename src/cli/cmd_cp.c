@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "proto/tarfmt.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
 #include "workspace/ws_apply.h"
@@ -47,7 +48,7 @@ static int copy_out(const char *name, const char *path, const char *hostdir, boo
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *p1 = xstrdup(path), *p2 = xstrdup(path);
-	char *argv[] = {"tar", "-c", "-f", "-", "--format=pax", "-C", dirname(p1), basename(p2), NULL};
+	char *argv[] = {WSTAR_BUILTIN, "-c", dirname(p1), basename(p2), NULL};
 	_cleanup_free_ char *staging = xasprintf("%s/cp-staging", dir);
 	rm_rf(staging);
 	if (mkdir(staging, 0700) < 0)
@@ -118,6 +119,7 @@ static _noreturn_ void produce(const char *hostpath, int out_fd, const char *box
 		archive_entry_set_pathname(e, basename(b));
 		archive_entry_set_filetype(e, AE_IFREG);
 		archive_entry_set_perm(e, st.st_mode & 0777);
+		archive_entry_set_mtime(e, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 		archive_entry_set_size(e, st.st_size);
 		if (r == 0 && archive_write_header(a, e) != ARCHIVE_OK)
 			r = -EIO;
@@ -143,7 +145,7 @@ int cli_copy_in(const char *hostpath, const char *name, const char *path, const 
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *dest = xstrdup(path);
-	char *argv[] = {"sh", "-c", "mkdir -p \"$1\" && exec tar -x -p -f - --no-same-owner -C \"$1\"", "sh", dest, NULL};
+	char *argv[] = {WSTAR_BUILTIN, "-x", dest, "--mkdir", NULL};
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return pd_error(err, errno, "cannot create a pipe");

@@ -13,6 +13,7 @@
 #include "supervisor/supervisor.h"
 #include "supervisor/wsbox.h"
 #include "util/fdio.h"
+#include "proto/tarfmt.h"
 #include "proto/wsscan.h"
 #include "util/log.h"
 #include "workspace/ws_boxscan.h"
@@ -98,7 +99,7 @@ static _noreturn_ void run_out(const char *box_dir, char **argv, int in_fd, int 
 
 static _noreturn_ void tar_out(const char *box_dir, int out_fd)
 {
-	char *argv[] = {"tar", "-c", "-f", "-", "-C", "/workspace", "--format=pax", ".", NULL};
+	char *argv[] = {WSTAR_BUILTIN, "-c", "/workspace", NULL};
 	run_out(box_dir, argv, -1, out_fd);
 }
 
@@ -226,8 +227,7 @@ static int snapshot(struct wsnap *s, pd_err *err)
 		ws_bplan_make(&now, have_base ? &baseline : NULL, &s->base, ig, &lim, &plan, &s->notes);
 	_cleanup_close_ int list = r == 0 && plan.n_fetch ? memfd_create("paddock-fetch", MFD_CLOEXEC) : -1;
 	if (r == 0 && plan.n_fetch) {
-		char *argv[] = {"tar", "-c", "-f", "-", "-C", s->box_path, "--format=pax", "--null",
-				"--no-recursion", "--verbatim-files-from", "--no-unquote", "-T", "-", NULL};
+		char *argv[] = {WSTAR_BUILTIN, "-c", s->box_path, "--list", NULL};
 		if (list < 0 || fd_write_all(list, plan.fetch, plan.fetch_len) < 0 || lseek(list, 0, SEEK_SET) < 0)
 			r = pd_error(err, errno, "cannot write the list of entries to fetch");
 		if (r == 0)

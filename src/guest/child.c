@@ -14,6 +14,8 @@
 #include "guest/child.h"
 #include "guest/wsalias.h"
 #include "guest/wsscan.h"
+#include "guest/wstar.h"
+#include "proto/tarfmt.h"
 #include "proto/wsscan.h"
 #include "guest/env.h"
 
@@ -197,5 +199,7 @@ _noreturn_ void child_exec(const struct child_spec *s)
 	if (streq(s->argv[0], WSALIAS_BUILTIN)) /* with the session's own credentials */
 		_exit(guest_wsalias_main(s->argv));
 	child_chdir(s);
+	if (streq(s->argv[0], WSTAR_BUILTIN)) /* likewise, in the session's directory */
+		_exit(guest_wstar_main(s->argv));
 	child_run(s);
 }

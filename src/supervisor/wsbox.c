@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "supervisor/wsbox.h"
+#include "proto/tarfmt.h"
 #include "proto/wsscan.h"
 #include "util/fdio.h"
 #include "util/log.h"
@@ -435,8 +436,9 @@ int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
 {
 	if (!c)
 		return 0;
-	/* -p: keep the project's permission bits (the box's umask must not show up as changes) */
-	char *tar_x[] = {"tar", "-x", "-p", "-f", "-", "-C", "/workspace", "--no-same-owner", "--no-overwrite-dir", NULL};
+	/* paddock-init's tar: keeps the project's permission bits (the box's umask must not show up
+	 * as changes), takes no owner from the stream, leaves /workspace itself as it is */
+	char *tar_x[] = {WSTAR_BUILTIN, "-x", "/workspace", NULL};
 	char msg[2048];
 	bool saved = c->saved_fd >= 0;
 	int st = 0;

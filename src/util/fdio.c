@@ -23,16 +23,21 @@ int fd_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+ssize_t fd_read(int fd, void *buf, size_t len)
+{
+	ssize_t n;
+	while ((n = read(fd, buf, len)) < 0 && errno == EINTR)
+		;
+	return n < 0 ? -errno : n;
+}
+
 int fd_read_exact(int fd, void *buf, size_t len)
 {
 	char *p = buf;
 	while (len > 0) {
-		ssize_t n = read(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
+		ssize_t n = fd_read(fd, p, len);
+		if (n < 0)
+			return (int)n;
 		if (n == 0)
 			return -EPIPE;
 		p += n;
@@ -75,11 +80,9 @@ int read_fd_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
 			buf = xrealloc(buf, (cap = max + 1) + 1);
 		if (len >= cap)
 			break;
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = fd_read(fd, buf + len, cap - len);
 		if (n < 0)
-			return -errno;
+			return (int)n;
 		if (n == 0)
 			break;
 		len += (size_t)n;

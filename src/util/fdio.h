@@ -5,6 +5,8 @@
 #include "error.h"
 
 int fd_write_all(int fd, const void *buf, size_t len);
+/* One read(2), retried on EINTR: the byte count (0 at EOF) or -errno. */
+ssize_t fd_read(int fd, void *buf, size_t len);
 /* Reads exactly len bytes; -EPIPE on early EOF. */
 int fd_read_exact(int fd, void *buf, size_t len);
 int fd_set_nonblock(int fd, bool on);
