@@ -96,8 +96,10 @@ int cli_build_layer_helper(int argc, char **argv);
 
 /* Copies host file or directory hostpath into the running box NAME at path (a directory,
  * made if missing; a directory's contents land in it), as the agent (cmd_cp.c). With record,
- * a directory's copy-in manifest is saved beside the box under that name (for diff/apply). */
-int cli_copy_in(const char *hostpath, const char *name, const char *path, const char *record, pd_err *err);
+ * a directory's copy-in manifest is saved beside the box under that name (for diff/apply).
+ * conn: an open control connection to use (run --rm's own box), or -1 to reach NAME's
+ * supervisor. */
+int cli_copy_in(int conn, const char *hostpath, const char *name, const char *path, const char *record, pd_err *err);
 
 /* Starts the box at dir unless it runs (under its lock); *ret_started says which. */
 int cli_start_box(const char *dir, bool *ret_started, pd_err *err);

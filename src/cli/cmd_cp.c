@@ -138,10 +138,14 @@ static _noreturn_ void produce(const char *hostpath, int out_fd, const char *box
 	_exit(r < 0 ? 1 : 0);
 }
 
-int cli_copy_in(const char *hostpath, const char *name, const char *path, const char *record, pd_err *err)
+int cli_copy_in(int conn, const char *hostpath, const char *name, const char *path, const char *record, pd_err *err)
 {
 	_cleanup_free_ char *dir = NULL;
-	int r = running_box(name, &dir, err);
+	_cleanup_close_ int own = -1;
+	/* a connection given is to a box the caller runs itself (run --rm: state "created") */
+	int r = conn >= 0 ? cli_box_dir(name, NULL, &dir, err) : running_box(name, &dir, err);
+	if (r == 0 && conn < 0)
+		r = conn = own = sup_connect(dir, err);
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *dest = xstrdup(path);
@@ -155,7 +159,7 @@ int cli_copy_in(const char *hostpath, const char *name, const char *path, const 
 		produce(hostpath, p[1], dir, record);
 	}
 	close(p[1]);
-	int st = session_run_in(dir, argv, p[0], STDOUT_FILENO, err);
+	int st = session_run_on(conn, argv, p[0], STDOUT_FILENO, err);
 	close(p[0]);
 	int w = 0;
 	waitpid(pid, &w, 0);
@@ -195,6 +199,6 @@ int cmd_cp(int argc, char **argv)
 		return cli_usage("cp", "exactly one side must be NAME:/PATH (an absolute path in the sandbox)");
 	pd_err err = {0};
 	int r = sname ? copy_out(sname, spath, argv[optind + 1], force, &err)
-		      : cli_copy_in(argv[optind], dname, dpath, NULL, &err);
+		      : cli_copy_in(-1, argv[optind], dname, dpath, NULL, &err);
 	return r < 0 ? cli_fail(&err) : r;
 }

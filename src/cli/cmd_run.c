@@ -114,9 +114,63 @@ static void remove_later(const char *home, const char *dir, int link, struct box
 	fd_close_async_rm(link, renamed ? gone : NULL, true);
 }
 
+/* A profile's mounts on vm (a guest shares no host path): copied in once the box runs, before
+ * the agent starts, over conn (run --rm: the box's own control fd) or through the box's
+ * supervisor (-1). A read-write directory's changes stay in the box until `paddock diff
+ * --mount` / `apply --mount` bring them back through the workspace's safe apply (its copy-in
+ * manifest is recorded for that); a read-write file's through `paddock cp`, with the same
+ * checks; with --rm (rm) they go with the box, which is said. A copy that fails is a note,
+ * not a failed run. */
+static void copy_mounts(int conn, bool rm, const char *name, const char *box_dir, const struct box_bind *m, size_t n)
+{
+	int recorded = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		/* a directory's contents land in the path; a file lands in its parent when the names
+		 * agree (cp's rules) */
+		_cleanup_free_ char *hb = xstrdup(m[i].host), *bb = xstrdup(m[i].box), *bd = xstrdup(m[i].box);
+		bool dir = stat(m[i].host, &st) == 0 && S_ISDIR(st.st_mode);
+		if (!dir && !streq(basename(hb), basename(bb))) {
+			fprintf(stderr, "paddock: note: %s is not copied to %s on vm (a file lands under its own name)\n",
+				m[i].host, m[i].box);
+			continue;
+		}
+		pd_err err = {0};
+		bool offer = dir && !m[i].readonly && !rm;
+		_cleanup_free_ char *record = offer ? wsnap_mount_manifest(recorded) : NULL;
+		if (cli_copy_in(conn, m[i].host, name, dir ? m[i].box : dirname(bd), record, &err) < 0) {
+			fprintf(stderr, "paddock: note: %s was not copied to %s: %s\n", m[i].host, m[i].box, err.msg);
+			continue;
+		}
+		if (offer && wsnap_mount_record(box_dir, m[i].box, m[i].host, &err) < 0) {
+			fprintf(stderr, "paddock: note: %s: its changes can only come back with paddock cp\n", err.msg);
+			offer = false;
+		}
+		recorded += offer;
+		if (m[i].readonly)
+			fprintf(stderr, "paddock: copied %s to %s (a vm box shares no host path)\n", m[i].host, m[i].box);
+		else if (rm)
+			fprintf(stderr,
+				"paddock: copied %s to %s (a vm box shares no host path; changes there go with the box "
+				"at exit — run without --rm to bring them back with paddock apply --mount)\n",
+				m[i].host, m[i].box);
+		else if (offer)
+			fprintf(stderr,
+				"paddock: copied %s to %s (a vm box shares no host path; changes stay in the box until "
+				"paddock apply --mount %s %s brings them back — paddock diff --mount shows them)\n",
+				m[i].host, m[i].box, m[i].box, name);
+		else
+			fprintf(stderr,
+				"paddock: copied %s to %s (a vm box shares no host path; changes stay in the box until "
+				"paddock cp brings them back)\n",
+				m[i].host, m[i].box);
+	}
+}
+
 /* run --rm: this process is the supervisor; no socket, and a detached process only for the
  * teardown (remove_later). */
-static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_err *err)
+static int run_in_process(struct box_opts *o, const char *home, char **cmd, const struct box_bind *copies,
+			  size_t n_copies, pd_err *err)
 {
 	_cleanup_free_ char *dir = store_box_dir(home, o->spec.name);
 	pd_debug("run --rm: start");
@@ -133,6 +187,8 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, pd_e
 	bool up = r == 0;
 	int status = EXIT_FAILURE_PD;
 	pd_debug("run --rm: box up");
+	if (r == 0 && n_copies)
+		copy_mounts(box.h.ctl_fd, true, o->spec.name, dir, copies, n_copies);
 	if (r == 0) {
 		/* no supervisor here to merge the box's defaults: the request carries them */
 		_cleanup_strv_ char **env = session_env(o);
@@ -174,52 +230,6 @@ static int attach(const char *dir, const struct box_opts *o, char **cmd, pd_err 
 	return r < 0 ? r : status;
 }
 
-/* A profile's mounts on vm (a guest shares no host path): copied in once the box runs, before
- * the agent starts. A read-write directory's changes stay in the box until `paddock diff
- * --mount` / `apply --mount` bring them back through the workspace's safe apply (its copy-in
- * manifest is recorded for that); a read-write file's through `paddock cp`, with the same
- * checks. A copy that fails is a note, not a failed run. */
-static void copy_mounts(const char *name, const char *box_dir, const struct box_bind *m, size_t n)
-{
-	int recorded = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		/* a directory's contents land in the path; a file lands in its parent when the names
-		 * agree (cp's rules) */
-		_cleanup_free_ char *hb = xstrdup(m[i].host), *bb = xstrdup(m[i].box), *bd = xstrdup(m[i].box);
-		bool dir = stat(m[i].host, &st) == 0 && S_ISDIR(st.st_mode);
-		if (!dir && !streq(basename(hb), basename(bb))) {
-			fprintf(stderr, "paddock: note: %s is not copied to %s on vm (a file lands under its own name)\n",
-				m[i].host, m[i].box);
-			continue;
-		}
-		pd_err err = {0};
-		bool offer = dir && !m[i].readonly;
-		_cleanup_free_ char *record = offer ? wsnap_mount_manifest(recorded) : NULL;
-		if (cli_copy_in(m[i].host, name, dir ? m[i].box : dirname(bd), record, &err) < 0) {
-			fprintf(stderr, "paddock: note: %s was not copied to %s: %s\n", m[i].host, m[i].box, err.msg);
-			continue;
-		}
-		if (offer && wsnap_mount_record(box_dir, m[i].box, m[i].host, &err) < 0) {
-			fprintf(stderr, "paddock: note: %s: its changes can only come back with paddock cp\n", err.msg);
-			offer = false;
-		}
-		recorded += offer;
-		if (m[i].readonly)
-			fprintf(stderr, "paddock: copied %s to %s (a vm box shares no host path)\n", m[i].host, m[i].box);
-		else if (offer)
-			fprintf(stderr,
-				"paddock: copied %s to %s (a vm box shares no host path; changes stay in the box until "
-				"paddock apply --mount %s %s brings them back — paddock diff --mount shows them)\n",
-				m[i].host, m[i].box, m[i].box, name);
-		else
-			fprintf(stderr,
-				"paddock: copied %s to %s (a vm box shares no host path; changes stay in the box until "
-				"paddock cp brings them back)\n",
-				m[i].host, m[i].box);
-	}
-}
-
 static int run_persistent(struct box_opts *o, const char *home, char **cmd, const struct box_bind *copies,
 			  size_t n_copies, pd_err *err)
 {
@@ -232,7 +242,7 @@ static int run_persistent(struct box_opts *o, const char *home, char **cmd, cons
 		store_remove(dir, NULL);
 		return r;
 	}
-	copy_mounts(o->spec.name, dir, copies, n_copies);
+	copy_mounts(-1, false, o->spec.name, dir, copies, n_copies);
 	return attach(dir, o, cmd, err);
 }
 
@@ -289,7 +299,7 @@ static int profile_reconnect(const char *home, const struct box_opts *o, const s
 
 /* mounts: bound on ns (read-only unless readOnly is false); on vm collected in *copies for
  * copy_mounts; a missing host path is skipped with a note. */
-static void profile_binds(const struct profile *p, struct box_spec *spec, bool rm, struct box_bind **copies,
+static void profile_binds(const struct profile *p, struct box_spec *spec, struct box_bind **copies,
 			  size_t *n_copies)
 {
 	const char *home = getenv("HOME");
@@ -298,11 +308,6 @@ static void profile_binds(const struct profile *p, struct box_spec *spec, bool r
 		_cleanup_free_ char *host = profile_expand_home(p->mounts[i].host_path, home ? home : "/nonexistent");
 		if (access(host, F_OK) < 0) {
 			fprintf(stderr, "paddock: note: %s does not exist; not mounted at %s\n", host, p->mounts[i].container_path);
-			continue;
-		}
-		if (vm && rm) {
-			fprintf(stderr, "paddock: note: %s is not copied in: run --rm on vm has no supervisor to copy through (run without --rm)\n",
-				host);
 			continue;
 		}
 		struct box_bind **v = vm ? copies : &spec->binds;
@@ -362,10 +367,10 @@ static int run_profile(struct box_opts *o, const struct profile *p, char **args,
 	o->spec.net.allow = TAKE_PTR(rules);
 	struct box_bind *copies = NULL;
 	size_t n_copies = 0;
-	profile_binds(p, &o->spec, o->rm, &copies, &n_copies);
+	profile_binds(p, &o->spec, &copies, &n_copies);
 	o->spec.profile = xstrdup(p->name);
 	if ((r = cli_image_for_box(img->name, &o->spec, NULL, err)) == 0)
-		r = o->rm ? run_in_process(o, home, cmdv, err) : run_persistent(o, home, cmdv, copies, n_copies, err);
+		r = o->rm ? run_in_process(o, home, cmdv, copies, n_copies, err) : run_persistent(o, home, cmdv, copies, n_copies, err);
 	binds_free(copies, n_copies);
 	if (r >= 0 && !o->rm)
 		fprintf(stderr, "paddock: %s keeps the agent's work: paddock diff %s, paddock apply %s, paddock rm %s\n",
@@ -429,7 +434,7 @@ int cmd_run(int argc, char **argv)
 	if (!cmd)
 		cmd = default_command();
 	if (r == 0)
-		r = o.rm ? run_in_process(&o, home, cmd, &err) : run_persistent(&o, home, cmd, NULL, 0, &err);
+		r = o.rm ? run_in_process(&o, home, cmd, NULL, 0, &err) : run_persistent(&o, home, cmd, NULL, 0, &err);
 	box_spec_free(&o.spec);
 	return r < 0 ? cli_fail(&err) : r;
 }

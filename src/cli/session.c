@@ -237,14 +237,17 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
 	return 0;
 }
 
-int session_run_in(const char *box_dir, char **argv, int in_fd, int out_fd, pd_err *err)
+int session_run_on(int conn, char **argv, int in_fd, int out_fd, pd_err *err)
 {
-	_cleanup_close_ int fd = sup_connect(box_dir, err);
-	if (fd < 0)
-		return fd;
 	struct session_req req = {.argv = argv, .redirect = true, .in_fd = in_fd, .out_fd = out_fd,
 				  .err_fd = STDERR_FILENO, .user = "agent"};
 	int status;
-	int r = session_run(fd, 1, &req, &status, err);
+	int r = session_run(conn, 1, &req, &status, err);
 	return r < 0 ? r : status;
+}
+
+int session_run_in(const char *box_dir, char **argv, int in_fd, int out_fd, pd_err *err)
+{
+	_cleanup_close_ int fd = sup_connect(box_dir, err);
+	return fd < 0 ? fd : session_run_on(fd, argv, in_fd, out_fd, err);
 }

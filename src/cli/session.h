@@ -25,3 +25,6 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
  * (-1: none) as stdin, out_fd as stdout and our stderr as its stderr. Returns the command's
  * status, or -errno with err filled. */
 int session_run_in(const char *box_dir, char **argv, int in_fd, int out_fd, pd_err *err);
+/* The same over an open connection that speaks the control protocol: a supervisor's socket,
+ * or the box's own control fd in the process that booted it (run --rm). */
+int session_run_on(int conn, char **argv, int in_fd, int out_fd, pd_err *err);

@@ -285,9 +285,15 @@ t_profile_mounts_are_copied_into_vm() {
 	out=$(pd diff --mount /home/agent/shared mntbox 2>&1) && fail "a read-only mount was offered back"
 	assert_contains "$out" "no copied read-write mount at /home/agent/shared"
 	pd rm -f mntbox >/dev/null
-	# --rm has no supervisor to copy through: said, not silently dropped
+	# --rm: the process that booted the box copies them in over the box's own control fd; a
+	# read-write directory's changes go with the box, which is said
 	out=$(pd run --rm -T --backend vm --workspace none mnt 2>&1) || true
-	assert_contains "$out" "is not copied in: run --rm on vm"
+	assert_contains "$out" "shared-note"
+	assert_contains "$out" "file-content"
+	assert_contains "$out" "copied $HOME/rw to /home/agent/rw (a vm box shares no host path; changes there go with the box at exit"
+	assert_eq "$(cat "$HOME/rw/both")" "host"
+	ls "$PADDOCK_HOME/boxes" | grep -q . && fail "run --rm left a box behind: $(ls "$PADDOCK_HOME/boxes")"
+	return 0
 }
 
 run_tests
