@@ -237,8 +237,10 @@ static int snapshot(struct wsnap *s, pd_err *err)
 	int st = scan_end(&sc);
 	if (r == 0 && st != 0)
 		r = pd_error_msg(err, EIO, "the sandbox's workspace scan ended with status %d", st);
-	if (r == 0)
+	if (r == 0) {
+		ws_bplan_refuse_unread(&plan, &fetched);
 		ws_bscan_merge(&fetched, &plan.same, &s->box, &s->notes);
+	}
 	pd_debug("snapshot: scan %lld ms (%zu entries, baseline %s), fetch %lld ms (%zu entries), %lld ms in all",
 		 (long long)(t1 - t0), now.n, have_base ? "yes" : "no", (long long)(t2 - t1), plan.n_fetch,
 		 (long long)(mono_ms() - t0));

@@ -20,6 +20,7 @@
  * the host, which parses it defensively (src/workspace/ws_boxscan.c). */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -195,13 +196,36 @@ static void emit(struct out *o, uint8_t kind, const char *path, size_t plen, con
 	out_rec(o, &r);
 }
 
-static void walk(struct out *o, int dfd, char *path, size_t plen, int depth);
+static void walk(struct out *o, DIR *d, char *path, size_t plen, int depth);
 
-static void entry(struct out *o, int dfd, const char *name, char *path, size_t plen, int depth)
+/* A directory its owner may read but this process may not — on ns PID 1's credentials carry
+ * no CAP_DAC_READ_SEARCH, and the agent makes 0700 directories (mkdtemp, caches) — is walked
+ * with its owner's filesystem ids. Safe: setfsuid/setfsgid (PID 1 keeps CAP_SETUID and
+ * CAP_SETGID to start sessions) change only which files this thread may open and look up;
+ * the scan reads the metadata of the box's own files as their owner could, writes nothing,
+ * and the ids are restored after. */
+static bool as_owner(const struct stat *st, uid_t *ret_uid, gid_t *ret_gid)
+{
+	*ret_gid = (gid_t)setfsgid(st->st_gid);
+	*ret_uid = (uid_t)setfsuid(st->st_uid);
+	return (uid_t)setfsuid((uid_t)-1) == st->st_uid;
+}
+
+static void restore_ids(uid_t uid, gid_t gid)
+{
+	setfsuid(uid);
+	setfsgid(gid);
+}
+
+/* *noted: the directory at path got its NOTE already (a second would repeat the path) */
+static void entry(struct out *o, int dfd, const char *name, char *path, size_t plen, int depth, bool *noted)
 {
 	size_t nlen = strlen(name), full = plen ? plen + 1 + nlen : nlen;
 	if (full > WSSCAN_MAX_PATH) {
-		emit(o, WSSCAN_NOTE, path, plen, NULL, NULL, 0); /* plen > 0 here: names are <= 255 */
+		/* its directory was not read whole: a NOTE beside its 'd' record */
+		if (!*noted)
+			emit(o, WSSCAN_NOTE, path, plen, NULL, NULL, 0); /* plen > 0 here: names are <= 255 */
+		*noted = true;
 		return;
 	}
 	if (plen)
@@ -219,31 +243,41 @@ static void entry(struct out *o, int dfd, const char *name, char *path, size_t p
 		if (tl <= 0 || (size_t)tl > WSSCAN_MAX_PATH)
 			k = WSSCAN_OTHER, tl = 0; /* the host fetches it and judges the tar entry */
 	}
-	emit(o, k, path, full, &st, k == WSSCAN_LINK ? target : NULL, (size_t)tl);
-	if (k == WSSCAN_DIR) {
-		if (depth >= SCAN_MAX_DEPTH) {
-			emit(o, WSSCAN_NOTE, path, full, NULL, NULL, 0);
-			goto out;
-		}
-		int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0)
-			walk(o, sub, path, full, depth + 1); /* closes sub */
+	if (k != WSSCAN_DIR) {
+		emit(o, k, path, full, &st, k == WSSCAN_LINK ? target : NULL, (size_t)tl);
+		goto out;
 	}
+	/* a directory is a record of its own only when it is read whole: one too deep or that
+	 * cannot be read (chmod 000) is a NOTE alone, so the host refuses what it had beneath it
+	 * rather than take it for deleted */
+	int sub = depth >= SCAN_MAX_DEPTH ? -1 : openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	uid_t uid;
+	gid_t gid;
+	bool switched = sub < 0 && errno == EACCES && as_owner(&st, &uid, &gid);
+	if (switched)
+		sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = sub < 0 ? NULL : fdopendir(sub);
+	if (!d) {
+		if (sub >= 0)
+			close(sub);
+		emit(o, WSSCAN_NOTE, path, full, NULL, NULL, 0);
+	} else {
+		emit(o, k, path, full, &st, NULL, 0);
+		walk(o, d, path, full, depth + 1); /* closes d */
+	}
+	if (switched)
+		restore_ids(uid, gid);
 out:
 	path[plen] = '\0';
 }
 
-static void walk(struct out *o, int dfd, char *path, size_t plen, int depth)
+static void walk(struct out *o, DIR *d, char *path, size_t plen, int depth)
 {
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return;
-	}
 	struct dirent *de;
+	bool noted = false;
 	while ((de = readdir(d)))
 		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-			entry(o, dirfd(d), de->d_name, path, plen, depth);
+			entry(o, dirfd(d), de->d_name, path, plen, depth, &noted);
 	closedir(d);
 }
 
@@ -294,7 +328,15 @@ int guest_wsscan_main(char *const *argv)
 	static struct out o;
 	char *path = xmalloc(WSSCAN_MAX_PATH + 1);
 	path[0] = '\0';
-	walk(&o, root, path, 0, 0);
+	DIR *d = fdopendir(root);
+	if (!d) {
+		int e = errno;
+		close(root);
+		thaw(&stopped);
+		dprintf(STDERR_FILENO, "paddock-init: cannot read %s: %s\n", argv[2], strerror(e));
+		return 1;
+	}
+	walk(&o, d, path, 0, 0);
 	free(path);
 	struct wsscan_rec end = {.kind = WSSCAN_END, .size = o.count};
 	out_rec(&o, &end);

@@ -58,7 +58,18 @@ struct out {
 	size_t len;
 	int err;      /* the first write error: everything after it is dropped */
 	int status;
+	bool listed;  /* --list: an entry this session may not read is left out, status 1 */
 };
+
+/* Something about path failed with errno e: status 2, except an entry the session may not
+ * read in --list mode (the host's fetch, which takes what is missing as refused, never as
+ * deleted, and needs the rest). */
+static void failed(struct out *o, const char *path, const char *what, int e)
+{
+	bool denied = o->listed && (e == EACCES || e == EPERM);
+	warn(path, denied ? "not readable here: left out" : what, denied ? 0 : e);
+	o->status = MAX(o->status, denied ? 1 : 2);
+}
 
 static void out_flush(struct out *o)
 {
@@ -176,8 +187,7 @@ static void add(struct out *o, int dirfd, const char *name, char *path, size_t p
 	_cleanup_free_ struct tarfmt_entry *e = xcalloc(1, sizeof(*e));
 	struct stat st;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		warn(path, "cannot stat", errno);
-		o->status = 2;
+		failed(o, path, "cannot stat", errno);
 		return;
 	}
 	fill_entry(e, &st);
@@ -185,8 +195,7 @@ static void add(struct out *o, int dirfd, const char *name, char *path, size_t p
 	if (S_ISREG(st.st_mode)) {
 		_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-			warn(path, "cannot open", fd < 0 ? errno : EINVAL);
-			o->status = 2;
+			failed(o, path, "cannot open", fd < 0 ? errno : EINVAL);
 			return;
 		}
 		fill_entry(e, &st);
@@ -268,7 +277,7 @@ static int create(const char *dir, char **names, bool list)
 	}
 	char *dot[] = {".", NULL};
 	char **v = list ? listed : names[0] ? names : dot;
-	struct out o = {.buf = xmalloc(OUT_CHUNK)};
+	struct out o = {.buf = xmalloc(OUT_CHUNK), .listed = list};
 	_cleanup_free_ char *path = xmalloc(TARFMT_MAX_PATH + 2);
 	for (; *v; v++)
 		add(&o, root, *v, path, 0, !list, 0);

@@ -8,7 +8,8 @@
  *     u8 kind | u8 0 | u16 path_len | u16 target_len | u16 0 | u32 mode
  *     u64 size | u64 ino | i64 mtime_s | u32 mtime_ns | i64 ctime_s | u32 ctime_ns
  * kind: 'f' file, 'd' directory, 'l' symlink (target_len >= 1), 'o' anything else, 'n' a
- * directory not descended into (too deep or a path too long beneath it), 'E' the end (path
+ * directory not read whole: one too deep or unreadable (no 'd' record of its own), or one
+ * with a name too long beneath it (after its 'd' record: the only path sent twice), 'E' the end (path
  * empty, size = number of records before it). Paths are relative to the scanned root, never
  * empty, at most WSSCAN_MAX_PATH bytes, without NUL; mode is st_mode & 07777. Pure. */
 #pragma once

@@ -30,6 +30,9 @@ static void check(const struct ws_bplan *p, const struct ws_manifest *base, cons
 	}
 	for (size_t i = 0; i < p->same.n; i++)
 		assert(ws_manifest_find(base, p->same.v[i].path));
+	for (size_t i = 0; i < p->unread.n; i++)
+		assert(p->unread.v[i].type == WS_REFUSED &&
+		       ws_path_check(p->unread.v[i].path, strlen(p->unread.v[i].path), lim) == WS_OK);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -48,7 +51,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		base_of(&base);
 		ws_bplan_make(&now, &baseline, &base, NULL, &lim, &p, &notes);
 		check(&p, &base, &lim);
-		ws_bscan_merge(&p.same, &p.same, &out, &notes);
+		/* what the box could not hand back refused over a copy of the unchanged entries */
+		struct ws_manifest fetched = {0};
+		for (size_t i = 0; i < p.same.n; i++)
+			ws_manifest_add(&fetched, &p.same.v[i]);
+		ws_bplan_refuse_unread(&p, &fetched);
+		for (size_t i = 1; i < fetched.n; i++)
+			assert(strcmp(fetched.v[i - 1].path, fetched.v[i].path) < 0);
+		ws_bscan_merge(&fetched, &p.same, &out, &notes);
+		ws_manifest_free(&fetched);
 		for (size_t i = 0; i < out.n; i++) {
 			const char *s = strrchr(out.v[i].path, '/');
 			if (s) {

@@ -151,6 +151,24 @@ static void test_feed_hostile(void **state)
 	end(&b);
 	assert_int_equal(feed_all(&s, &b), -EBADMSG);
 	ws_bscan_free(&s), free(b.p), b = (struct sbuf){0};
+	/* a directory with a NOTE beside its record (a name too long beneath it) is one path
+	 * sent twice that is allowed; a third record of it, or a NOTE beside a file, is not */
+	put(&b, WSSCAN_DIR, "d", NULL, 0, 1);
+	put(&b, WSSCAN_NOTE, "d", NULL, 0, 0);
+	end(&b);
+	assert_int_equal(feed_all(&s, &b), 1);
+	ws_bscan_free(&s), free(b.p), b = (struct sbuf){0};
+	put(&b, WSSCAN_DIR, "d", NULL, 0, 1);
+	put(&b, WSSCAN_NOTE, "d", NULL, 0, 0);
+	put(&b, WSSCAN_NOTE, "d", NULL, 0, 0);
+	end(&b);
+	assert_int_equal(feed_all(&s, &b), -EBADMSG);
+	ws_bscan_free(&s), free(b.p), b = (struct sbuf){0};
+	put(&b, WSSCAN_FILE, "f", NULL, 1, 1);
+	put(&b, WSSCAN_NOTE, "f", NULL, 0, 0);
+	end(&b);
+	assert_int_equal(feed_all(&s, &b), -EBADMSG);
+	ws_bscan_free(&s), free(b.p), b = (struct sbuf){0};
 	/* bytes after the end */
 	sample(&b, 5);
 	size_t whole = b.len;
@@ -243,7 +261,13 @@ static void test_plan(void **state)
 	assert_true(fetch_has(&p, "top") && fetch_has(&p, "d") && fetch_has(&p, "d/l"));
 	assert_int_equal(p.n_fetch, 3);
 	assert_int_equal(p.same.n, 0);
-	assert_int_equal(notes.n, 3);
+	assert_int_equal(notes.n, 2);
+	/* the unscanned directory is refused, not a note: what the host had beneath it is
+	 * unknown, not gone */
+	assert_int_equal(p.unread.n, 1);
+	assert_string_equal(p.unread.v[0].path, "deep");
+	assert_int_equal(p.unread.v[0].type, WS_REFUSED);
+	assert_int_equal(p.unread.v[0].reason, WS_R_NOT_READ);
 	ws_bplan_free(&p);
 	ws_notes_free(&notes);
 	ws_bscan_free(&now), ws_bscan_free(&baseline);
@@ -277,6 +301,44 @@ static void test_merge(void **state)
 	ws_manifest_free(&fetched);
 	ws_manifest_free(&same);
 	ws_notes_free(&notes);
+}
+
+/* appends "./PATH\0" to the plan's fetch list, as ws_bplan_make does */
+static void add_fetch_for_test(struct ws_bplan *p, const char *path, size_t *cap)
+{
+	size_t n = strlen(path) + 3;
+	p->fetch = xrealloc(p->fetch, (*cap += n));
+	memcpy(p->fetch + p->fetch_len, "./", 2);
+	memcpy(p->fetch + p->fetch_len + 2, path, n - 2);
+	p->fetch_len += n;
+	p->n_fetch++;
+}
+
+/* What the box could not hand back is refused, never deleted: a directory its scan could not
+ * read replaces the stream's entry of it, a listed entry missing from the stream is added
+ * refused; a diff against a base then refuses what the base had beneath them. */
+static void test_refuse_unread(void **state)
+{
+	(void)state;
+	struct ws_bplan p = {0};
+	size_t cap = 0;
+	add_fetch_for_test(&p, "locked", &cap);
+	add_fetch_for_test(&p, "ok", &cap);
+	add_fetch_for_test(&p, "secret", &cap);
+	base_add(&p.unread, WS_REFUSED, "locked", NULL, 0);
+	struct ws_manifest fetched = {0};
+	base_add(&fetched, WS_DIR, "locked", NULL, 0);
+	base_add(&fetched, WS_FILE, "ok", NULL, 2);
+	ws_manifest_sort(&fetched);
+	ws_bplan_refuse_unread(&p, &fetched);
+	assert_int_equal(fetched.n, 3);
+	assert_int_equal(ws_manifest_find(&fetched, "locked")->type, WS_REFUSED);
+	assert_int_equal(ws_manifest_find(&fetched, "locked")->reason, WS_R_NOT_READ);
+	assert_int_equal(ws_manifest_find(&fetched, "ok")->type, WS_FILE);
+	assert_int_equal(ws_manifest_find(&fetched, "secret")->type, WS_REFUSED);
+	assert_int_equal(ws_manifest_find(&fetched, "secret")->reason, WS_R_NOT_READ);
+	ws_manifest_free(&fetched);
+	ws_bplan_free(&p);
 }
 
 static void test_keep_unchanged(void **state)
@@ -319,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_feed_hostile),
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_refuse_unread),
 		cmocka_unit_test(test_keep_unchanged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

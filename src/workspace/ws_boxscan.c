@@ -43,6 +43,11 @@ static int cmp_bstat(const void *a, const void *b)
 	return strcmp(((const struct ws_bstat *)a)->path, ((const struct ws_bstat *)b)->path);
 }
 
+static bool dir_and_note(uint8_t a, uint8_t b)
+{
+	return (a == WSSCAN_DIR && b == WSSCAN_NOTE) || (a == WSSCAN_NOTE && b == WSSCAN_DIR);
+}
+
 static int finish(struct ws_bscan *s, const struct wsscan_rec *end, pd_err *err)
 {
 	if (end->size != s->n)
@@ -50,8 +55,11 @@ static int finish(struct ws_bscan *s, const struct wsscan_rec *end, pd_err *err)
 				    (unsigned long long)end->size, s->n);
 	if (s->n) /* an empty scan has no array at all */
 		qsort(s->v, s->n, sizeof(*s->v), cmp_bstat);
+	/* one path, one record; but a directory read in part (a name too long beneath it) has a
+	 * NOTE beside its 'd' record */
 	for (size_t i = 1; i < s->n; i++)
-		if (streq(s->v[i - 1].path, s->v[i].path))
+		if (streq(s->v[i - 1].path, s->v[i].path) &&
+		    !(dir_and_note(s->v[i - 1].kind, s->v[i].kind) && (i < 2 || !streq(s->v[i - 2].path, s->v[i].path))))
 			return pd_error_msg(err, EBADMSG, "box scan: a path is listed twice");
 	s->done = true;
 	return 1;
@@ -223,6 +231,7 @@ size_t ws_bscan_encode(const struct ws_bscan *s, uint8_t **ret)
 void ws_bplan_free(struct ws_bplan *p)
 {
 	ws_manifest_free(&p->same);
+	ws_manifest_free(&p->unread);
 	free(p->fetch);
 	*p = (struct ws_bplan){0};
 }
@@ -278,7 +287,13 @@ void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, 
 		const struct ws_bstat *r = &now->v[i];
 		enum ws_reason why = ws_path_check(r->path, strlen(r->path), lim);
 		if (r->kind == WSSCAN_NOTE) {
-			ws_notes_add(notes, WS_R_TOO_DEEP, r->path, "not read: too deep or too long beneath");
+			/* the box could not read this directory (or went no deeper): what the host
+			 * has beneath it is unknown, not gone */
+			if (why == WS_OK)
+				ws_manifest_add(&ret->unread, &(struct ws_entry){.path = r->path, .type = WS_REFUSED,
+										 .reason = WS_R_NOT_READ});
+			else
+				ws_notes_add(notes, WS_R_TOO_DEEP, r->path, "not read: too deep or too long beneath");
 			continue;
 		}
 		if (why != WS_OK) {
@@ -292,6 +307,30 @@ void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, 
 		else if (!ig || ws_ignore_match(ig, r->path, r->kind == WSSCAN_DIR) == WS_OK)
 			add_fetch(ret, r->path, &cap);
 	}
+}
+
+static void refuse(struct ws_manifest *m, const char *path)
+{
+	ws_manifest_add(m, &(struct ws_entry){.path = (char *)path, .type = WS_REFUSED, .reason = WS_R_NOT_READ});
+}
+
+void ws_bplan_refuse_unread(const struct ws_bplan *plan, struct ws_manifest *fetched)
+{
+	struct ws_manifest out = {0};
+	/* what the stream holds, but an unread directory's own entry: refused instead */
+	for (size_t i = 0; i < fetched->n; i++)
+		if (!ws_manifest_find(&plan->unread, fetched->v[i].path))
+			ws_manifest_add(&out, &fetched->v[i]);
+	for (size_t i = 0; i < plan->unread.n; i++)
+		refuse(&out, plan->unread.v[i].path);
+	for (size_t off = 0; off < plan->fetch_len; off += strlen(plan->fetch + off) + 1) {
+		const char *path = plan->fetch + off + 2; /* past "./" */
+		if (!ws_manifest_find(fetched, path) && !ws_manifest_find(&plan->unread, path))
+			refuse(&out, path);
+	}
+	ws_manifest_sort(&out);
+	ws_manifest_free(fetched);
+	*fetched = out;
 }
 
 /* --- the merge ---------------------------------------------------------------------------- */

@@ -58,7 +58,8 @@ size_t ws_bscan_encode(const struct ws_bscan *s, uint8_t **ret);
 
 struct ws_bplan {
 	struct ws_manifest same; /* copy-in entries the box holds unchanged (sorted) */
-	char *fetch;             /* "./PATH\0" for each entry to fetch, for tar --null -T - */
+	struct ws_manifest unread; /* directories the box could not read, refused (sorted) */
+	char *fetch;             /* "./PATH\0" for each entry to fetch, NUL-separated */
 	size_t fetch_len, n_fetch;
 };
 void ws_bplan_free(struct ws_bplan *p);
@@ -70,6 +71,12 @@ void ws_bplan_free(struct ws_bplan *p);
 void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, const struct ws_manifest *base,
 		   const struct ws_ignore *ig, const struct ws_limits *lim, struct ws_bplan *ret,
 		   struct ws_notes *notes);
+
+/* What the box could not hand back, marked in fetched (sorted, and sorted again): each
+ * directory its scan could not read (plan->unread) and each listed entry the stream lacks
+ * (its tar could not read it) becomes a refused entry (WS_R_NOT_READ) — so a diff shows it
+ * refused and whatever the copy-in had beneath it refused with it, never deleted. Pure. */
+void ws_bplan_refuse_unread(const struct ws_bplan *plan, struct ws_manifest *fetched);
 
 /* The snapshot: the fetched manifest (from ws_manifest_from_tar) plus the unchanged
  * entries, sorted, fetched entries winning a tie; an entry whose parent is not a directory of

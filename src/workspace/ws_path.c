@@ -28,6 +28,7 @@ static const char *const reason_names[WS_R_MAX] = {
 	[WS_R_DUPLICATE] = "duplicate entry",
 	[WS_R_PARENT_NOT_DIR] = "parent is not a directory",
 	[WS_R_PARENT_REFUSED] = "parent entry was refused",
+	[WS_R_NOT_READ] = "not readable inside the box (or too deep there): left as it is",
 	[WS_R_SETID_STRIPPED] = "setuid/setgid/sticky bits removed",
 	[WS_R_SPECIAL_SKIPPED] = "special file not copied",
 	[WS_R_IGNORED] = "excluded by .paddockignore",

@@ -60,6 +60,7 @@ enum ws_reason {
 	WS_R_DEFAULT_EXCLUDED,   /* note: default secret exclusions */
 	WS_R_CREDENTIALS_REMOVED,/* note: .git/config credentials filtered */
 	WS_R_CHANGED_WHILE_READ, /* note: host file changed during copy-in */
+	WS_R_NOT_READ,           /* the box could not read it (or what is beneath): left as it is */
 	WS_R_MAX
 };
 

@@ -197,6 +197,27 @@ t_workspace_round_trip_in_an_image_without_tar() {
 	[ ! -e "$P/a.txt" ] || fail "apply left a.txt the box deleted"
 	pd rm -f wsnt >/dev/null
 }
+# What the box cannot read back is refused, never taken for deleted: a copied directory the
+# agent made unreadable (chmod 000) keeps its host files through diff and apply; a private
+# (0700) directory the agent made is read like any other (on ns the scan takes its owner's
+# filesystem ids for it).
+t_unreadable_directories_are_refused_not_deleted() {
+	mkproj
+	mkdir -p "$P/locked/sub" && echo keep >"$P/locked/sub/file" && chmod -R a+rwX "$P/locked"
+	(cd "$P" && pd create wsun >/dev/null)
+	pd exec wsun -- sh -c 'mkdir -m 700 priv && echo s >priv/secret && chmod 700 src && chmod 000 locked'
+	local out
+	out=$(pd diff --stat wsun)
+	assert_contains "$out" "A priv/secret"
+	assert_contains "$out" "refused: not readable inside the box"
+	assert_not_contains "$out" "D locked"
+	assert_not_contains "$out" "D src"
+	pd apply wsun >/dev/null || true
+	assert_eq "$(cat "$P/locked/sub/file")" "keep"
+	assert_eq "$(cat "$P/src/m.c")" 'int main(void) { return 0; }'
+	assert_eq "$(cat "$P/priv/secret")" "s"
+	pd rm -f wsun >/dev/null
+}
 t_apply_branch_takes_commits_without_checkout() {
 	local G=$PADDOCK_HOME/g
 	mkdir -p "$G" && cd "$G"
