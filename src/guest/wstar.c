@@ -12,8 +12,9 @@
  * with several links is sent whole each time. -x keeps permission bits and mtimes, takes no
  * owner from the archive (everything is the caller's), leaves a directory that already
  * exists as it is, replaces anything else in an entry's way, and refuses ".." components
- * and device nodes. Exit status as GNU tar's: 0, 1 when a file changed while it was read
- * (the stream is still whole), 2 on any other failure (stderr says which entry).
+ * and device nodes. Exit status as GNU tar's: 0, 1 when a file changed while it was read or
+ * an entry could not be read for want of permission (left out; the stream is still whole and
+ * holds everything else), 2 on any other failure (stderr says which entry).
  *
  * Runs as an exec session with that session's credentials (after child_privileges), on the
  * box's own file system only: nothing here can reach the host, whose side parses what -c
@@ -58,15 +59,15 @@ struct out {
 	size_t len;
 	int err;      /* the first write error: everything after it is dropped */
 	int status;
-	bool listed;  /* --list: an entry this session may not read is left out, status 1 */
 };
 
-/* Something about path failed with errno e: status 2, except an entry the session may not
- * read in --list mode (the host's fetch, which takes what is missing as refused, never as
- * deleted, and needs the rest). */
+/* Something about path failed with errno e: status 2, but 1 for an entry this session may
+ * not read — left out, the rest still sent: the host's fetch takes what is missing as
+ * refused (never as deleted), and a workspace saved on stop keeps everything else rather
+ * than nothing. */
 static void failed(struct out *o, const char *path, const char *what, int e)
 {
-	bool denied = o->listed && (e == EACCES || e == EPERM);
+	bool denied = e == EACCES || e == EPERM;
 	warn(path, denied ? "not readable here: left out" : what, denied ? 0 : e);
 	o->status = MAX(o->status, denied ? 1 : 2);
 }
@@ -141,8 +142,7 @@ static void add_children(struct out *o, int fd, char *path, size_t plen, int dep
 {
 	_cleanup_closedir_ DIR *d = fdopendir(fd);
 	if (!d) {
-		warn(path, "cannot read the directory", errno);
-		o->status = 2;
+		failed(o, path, "cannot read the directory", errno);
 		close(fd);
 		return;
 	}
@@ -216,8 +216,7 @@ static void add(struct out *o, int dirfd, const char *name, char *path, size_t p
 		}
 		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
-			warn(path, "cannot open the directory", errno);
-			o->status = 2;
+			failed(o, path, "cannot open the directory", errno);
 			return;
 		}
 		size_t cl = strlen(e->path);
@@ -277,7 +276,7 @@ static int create(const char *dir, char **names, bool list)
 	}
 	char *dot[] = {".", NULL};
 	char **v = list ? listed : names[0] ? names : dot;
-	struct out o = {.buf = xmalloc(OUT_CHUNK), .listed = list};
+	struct out o = {.buf = xmalloc(OUT_CHUNK)};
 	_cleanup_free_ char *path = xmalloc(TARFMT_MAX_PATH + 2);
 	for (; *v; v++)
 		add(&o, root, *v, path, 0, !list, 0);

@@ -212,6 +212,11 @@ t_unreadable_directories_are_refused_not_deleted() {
 	assert_contains "$out" "refused: not readable inside the box"
 	assert_not_contains "$out" "D locked"
 	assert_not_contains "$out" "D src"
+	# a stop saves everything else (the unreadable directory is said, not fatal)
+	pd exec wsun -- sh -c 'echo mine >mine.txt'
+	pd stop wsun >/dev/null 2>&1
+	pd start wsun >/dev/null
+	assert_eq "$(pd exec wsun -- cat mine.txt priv/secret)" "$(printf 'mine\ns')"
 	pd apply wsun >/dev/null || true
 	assert_eq "$(cat "$P/locked/sub/file")" "keep"
 	assert_eq "$(cat "$P/src/m.c")" 'int main(void) { return 0; }'
