@@ -26,15 +26,27 @@ static bool wait_supervisor_gone(const char *dir, int timeout_ms)
 }
 
 /* Asks the supervisor to stop the box and waits for it to exit. Falls back to SIGKILL of
- * the supervisor, which takes the box down with it (init dies when its channel closes). */
-static int stop_box(const char *dir, uint32_t timeout_ms, bool save, pd_err *err)
+ * the supervisor, which takes the box down with it (init dies when its channel closes).
+ * save: keep the box's workspace first; when that fails the box keeps running, unless
+ * force (its unsaved work is then lost, which is said). */
+static int stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force, pd_err *err)
 {
 	struct box_state st;
 	if (store_status(dir, &st) != BOX_STATUS_RUNNING)
 		return 0;
 	/* the ns box's writable layer dies with it: keep the agent's work for diff/apply */
-	if (save && wsnap_save_tar(dir, err) < 0)
-		fprintf(stderr, "paddock: warning: %s\n", err->msg);
+	if (save && wsnap_save_tar(dir, err) < 0) {
+		if (!force) {
+			char why[sizeof(err->msg)];
+			snprintf(why, sizeof(why), "%s", err->msg);
+			return pd_error_msg(err, err->code ?: EIO,
+					    "%s; the sandbox keeps running so its work is not lost (take it out with "
+					    "paddock diff/apply or paddock cp; 'paddock stop --force' stops it and loses it)",
+					    why);
+		}
+		fprintf(stderr, "paddock: warning: %s; stopping anyway (--force): the box's unsaved work is lost\n",
+			err->msg);
+	}
 	int fd = sup_connect(dir, err);
 	if (fd >= 0) {
 		uint8_t t[4];
@@ -137,19 +149,21 @@ static int stop_one(const char *name, void *vctx)
 	if (r < 0)
 		return cli_fail(&err);
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
-	r = stop_box(dir, x->timeout_ms, true, &err);
+	r = stop_box(dir, x->timeout_ms, true, x->force, &err);
 	return r < 0 ? cli_fail(&err) : 0;
 }
 
 static const struct option stop_opts[] = {
-	{"time", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {0}};
+	{"time", required_argument, NULL, 't'}, {"force", no_argument, NULL, 'f'},
+	{"help", no_argument, NULL, 'h'}, {0}};
 
 int cmd_stop(int argc, char **argv)
 {
 	struct life_ctx x = {.timeout_ms = 5000};
 	int r = parse_names("stop", argc, argv, stop_opts,
-			    "Usage: paddock stop [-t SECONDS] NAME...\n\nStop sandboxes: their processes get SIGTERM, "
-			    "then SIGKILL after SECONDS (default 5).\n", stop_one, &x, life_opt);
+			    "Usage: paddock stop [-t SECONDS] [-f] NAME...\n\nStop sandboxes: their processes get SIGTERM, "
+			    "then SIGKILL after SECONDS (default 5). The workspace is saved first; a sandbox "
+			    "whose workspace cannot be saved keeps running unless -f (--force).\n", stop_one, &x, life_opt);
 	return r < 0 ? cli_usage("stop", "which sandbox?") : r;
 }
 
@@ -174,7 +188,7 @@ static int rm_one(const char *name, void *vctx)
 			pd_error_msg(&err, EBUSY, "sandbox '%s' is running; stop it first or use rm -f", name);
 			return cli_fail(&err);
 		}
-		if ((r = stop_box(dir, 0, false, &err)) < 0)
+		if ((r = stop_box(dir, 0, false, true, &err)) < 0)
 			return cli_fail(&err);
 	}
 	r = store_remove(dir, &err);

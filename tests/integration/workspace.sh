@@ -223,6 +223,22 @@ t_unreadable_directories_are_refused_not_deleted() {
 	assert_eq "$(cat "$P/priv/secret")" "s"
 	pd rm -f wsun >/dev/null
 }
+# A stop whose workspace cannot be saved (here: a path longer than a tar stream may carry)
+# leaves the box running, so nothing is lost; --force stops it anyway and says what is lost.
+t_stop_keeps_a_box_running_when_its_work_cannot_be_saved() {
+	mkproj
+	(cd "$P" && pd create wsst >/dev/null)
+	pd exec wsst -- sh -c 'echo work >w.txt' # (perl: a shell's cd stops at PATH_MAX)
+	pd exec wsst -- perl -e 'my $n = "x" x 200; for (1 .. 22) { mkdir $n or die "mkdir: $!"; chdir $n or die "cd: $!" }'
+	local out
+	out=$(pd stop wsst 2>&1) && fail "stop succeeded with a workspace it could not save"
+	assert_contains "$out" "keeps running"
+	assert_eq "$(pd exec wsst -- cat w.txt)" "work"
+	out=$(pd stop --force wsst 2>&1) || fail "stop --force failed: $out"
+	assert_contains "$out" "unsaved work is lost"
+	assert_contains "$(pd ls)" "stopped"
+	pd rm -f wsst >/dev/null
+}
 t_apply_branch_takes_commits_without_checkout() {
 	local G=$PADDOCK_HOME/g
 	mkdir -p "$G" && cd "$G"
