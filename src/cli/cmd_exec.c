@@ -65,7 +65,10 @@ static int exec_in(const char *name, struct exec_opts *o, char **cmd)
 		_cleanup_free_ char *kv = xasprintf("TERM=%s", term);
 		o->env = strv_append(o->env, kv);
 	}
-	struct session_req req = {.argv = cmd, .env = o->env, .cwd = o->cwd, .user = o->user, .tty = o->tty};
+	/* not while a snapshot holds the box paused: this process would run unpaused in it */
+	int lock = store_lock_shared(dir, STORE_SNAPSHOT_LOCK);
+	struct session_req req = {.argv = cmd, .env = o->env, .cwd = o->cwd, .user = o->user, .tty = o->tty,
+				  .start_lock = &lock};
 	int status;
 	if (session_run(fd, 1, &req, &status, &err) < 0)
 		return cli_fail(&err);

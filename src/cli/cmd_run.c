@@ -224,7 +224,8 @@ static int attach(const char *dir, const struct box_opts *o, char **cmd, pd_err 
 		_cleanup_free_ char *kv = xasprintf("TERM=%s", term);
 		env = strv_append(env, kv);
 	}
-	struct session_req req = {.argv = cmd, .env = env, .tty = o->tty};
+	int lock = store_lock_shared(dir, STORE_SNAPSHOT_LOCK); /* as exec's */
+	struct session_req req = {.argv = cmd, .env = env, .tty = o->tty, .start_lock = &lock};
 	int status;
 	int r = session_run(fd, 1, &req, &status, err);
 	return r < 0 ? r : status;

@@ -79,6 +79,7 @@ struct pump {
 	struct proto_conn conn; /* non-blocking both ways: we never block sending while the box
 				 * waits for us to read (that would deadlock a `cat`) */
 	uint32_t stream;
+	int *start_lock;
 	bool tty, stdin_open, done;
 	int status;
 	pd_err *err;
@@ -123,7 +124,10 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 		else
 			p->r = pd_error_msg(p->err, e ? e : EIO, "%s", msg);
 		break;
-	case PROTO_STARTED:
+	case PROTO_STARTED: /* the process exists: a snapshot may pause it from now on */
+		if (p->start_lock && *p->start_lock >= 0)
+			close(TAKE_FD(*p->start_lock));
+		break;
 	case PROTO_EOF:
 		break;
 	default:
@@ -214,7 +218,8 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
 		return pd_error(err, r, "cannot send the command to the sandbox");
 	}
 	struct pump p = {.fd = fd, .stream = stream, .tty = tty, .stdin_open = true, .err = err,
-			 .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .err_fd = STDERR_FILENO};
+			 .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .err_fd = STDERR_FILENO,
+			 .start_lock = req->start_lock};
 	if (req->redirect) {
 		p.in_fd = req->in_fd;
 		p.out_fd = req->out_fd;
@@ -230,6 +235,8 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
 	r = pump_loop(&p);
 	p.conn.fd = -1; /* the caller owns fd */
 	proto_conn_free(&p.conn);
+	if (req->start_lock && *req->start_lock >= 0)
+		close(TAKE_FD(*req->start_lock));
 	restore_tty();
 	if (r < 0)
 		return r;

@@ -15,6 +15,9 @@ struct session_req {
 	/* redirect: use these fds instead of the terminal (never a tty); in_fd -1 = no stdin */
 	bool redirect;
 	int in_fd, out_fd, err_fd;
+	/* a lock (STORE_SNAPSHOT_LOCK, shared) closed once the box says the session's process
+	 * exists (PROTO_STARTED), or when the session ends; NULL: none */
+	int *start_lock;
 };
 
 /* Runs the session on fd (handshake done). Returns 0 with *ret_status (the command's exit

@@ -481,6 +481,28 @@ static void test_list_and_mkdir(void **state)
 	assert_int_equal(run(bad, NULL, NULL), 2);
 }
 
+/* A sparse file (its holes travel as zeros) comes back sparse, with the same bytes: a
+ * saved workspace must fit the box it came from. */
+static void test_sparse_comes_back_sparse(void **state)
+{
+	sh("rm -rf src dst && mkdir -p src dst && truncate -s 64M src/sp && printf data | dd of=src/sp bs=1 seek=8388608 conv=notrunc status=none && "
+	   "printf tail | dd of=src/sp bs=1 seek=67108860 conv=notrunc status=none && truncate -s 32M src/hole-at-end");
+	_cleanup_free_ char *src = at("src"), *dst = at("dst"), *out = at("sp.tar");
+	char *c[] = {WSTAR_BUILTIN, "-c", src, NULL};
+	assert_int_equal(run(c, NULL, out), 0);
+	char *x[] = {WSTAR_BUILTIN, "-x", dst, NULL};
+	assert_int_equal(run(x, out, NULL), 0);
+	sh("cmp src/sp dst/sp && cmp src/hole-at-end dst/hole-at-end");
+	_cleanup_free_ char *sp = at("dst/sp"), *he = at("dst/hole-at-end");
+	struct stat st;
+	assert_int_equal(stat(sp, &st), 0);
+	assert_int_equal(st.st_size, 64 << 20);
+	assert_true(st.st_blocks * 512 < (1 << 20));
+	assert_int_equal(stat(he, &st), 0);
+	assert_int_equal(st.st_size, 32 << 20);
+	assert_true(st.st_blocks * 512 < (1 << 20));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_extract_over),
 		cmocka_unit_test(test_list_and_mkdir),
+		cmocka_unit_test(test_sparse_comes_back_sparse),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

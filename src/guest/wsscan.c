@@ -233,8 +233,18 @@ static void entry(struct out *o, int dfd, const char *name, char *path, size_t p
 	memcpy(path + (plen ? plen + 1 : 0), name, nlen);
 	path[full] = '\0';
 	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		goto out; /* vanished: absent from the scan, so absent from the snapshot */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		/* vanished: absent from the scan, so absent from the snapshot. Anything else (a
+		 * directory readable but not searchable, chmod 644) means its directory was not
+		 * read whole: a NOTE for it, so the host refuses rather than deletes what it had */
+		if (errno != ENOENT && plen && !*noted) {
+			emit(o, WSSCAN_NOTE, path, plen, NULL, NULL, 0);
+			*noted = true;
+		} else if (errno != ENOENT && !plen && !o->err) {
+			o->err = -errno; /* the root itself: no scan rather than a wrong one */
+		}
+		goto out;
+	}
 	uint8_t k = kind_of(st.st_mode);
 	char target[WSSCAN_MAX_PATH + 1];
 	ssize_t tl = 0;
@@ -319,6 +329,13 @@ int guest_wsscan_main(char *const *argv)
 		}
 	}
 	int root = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* a root only its owner may read (chmod 700 /workspace): read as its owner, as below */
+	struct stat rst;
+	uid_t uid;
+	gid_t gid;
+	bool switched = root < 0 && errno == EACCES && stat(argv[2], &rst) == 0 && as_owner(&rst, &uid, &gid);
+	if (switched)
+		root = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0) {
 		int e = errno;
 		thaw(&stopped);
@@ -337,6 +354,8 @@ int guest_wsscan_main(char *const *argv)
 		return 1;
 	}
 	walk(&o, d, path, 0, 0);
+	if (switched)
+		restore_ids(uid, gid);
 	free(path);
 	struct wsscan_rec end = {.kind = WSSCAN_END, .size = o.count};
 	out_rec(&o, &end);

@@ -12,9 +12,10 @@
  * with several links is sent whole each time. -x keeps permission bits and mtimes, takes no
  * owner from the archive (everything is the caller's), leaves a directory that already
  * exists as it is, replaces anything else in an entry's way, and refuses ".." components
- * and device nodes. Exit status as GNU tar's: 0, 1 when a file changed while it was read or
- * an entry could not be read for want of permission (left out; the stream is still whole and
- * holds everything else), 2 on any other failure (stderr says which entry).
+ * and device nodes. Exit status as GNU tar's: 0; 1 when a file changed while it was read in a
+ * whole-tree -c (the stream is still whole), or with --list when an entry could not be read
+ * for want of permission (left out; the host refuses it); 2 on any other failure — with
+ * --list a file that changed while it was read is one (stderr says which entry).
  *
  * Runs as an exec session with that session's credentials (after child_privileges), on the
  * box's own file system only: nothing here can reach the host, whose side parses what -c
@@ -59,15 +60,16 @@ struct out {
 	size_t len;
 	int err;      /* the first write error: everything after it is dropped */
 	int status;
+	bool listed;  /* --list (the host's fetch) */
 };
 
-/* Something about path failed with errno e: status 2, but 1 for an entry this session may
- * not read — left out, the rest still sent: the host's fetch takes what is missing as
- * refused (never as deleted), and a workspace saved on stop keeps everything else rather
- * than nothing. */
+/* Something about path failed with errno e: status 2, but in --list mode 1 for an entry this
+ * session may not read — left out, the rest still sent: the host's fetch refuses what is
+ * missing (never takes it for deleted). A whole tree (a workspace saved on stop, cp) must be
+ * whole: there it is 2, and a stop keeps the box running rather than lose the entry. */
 static void failed(struct out *o, const char *path, const char *what, int e)
 {
-	bool denied = e == EACCES || e == EPERM;
+	bool denied = o->listed && (e == EACCES || e == EPERM);
 	warn(path, denied ? "not readable here: left out" : what, denied ? 0 : e);
 	o->status = MAX(o->status, denied ? 1 : 2);
 }
@@ -113,8 +115,25 @@ static bool put_header(struct out *o, struct tarfmt_entry *e)
 	return true;
 }
 
-/* A file's content: exactly e->size bytes, zeros for what it lost while it was read. */
-static void put_content(struct out *o, int fd, const struct tarfmt_entry *e)
+/* A file that changed while it was read: its entry may be torn. For the host's fetch that
+ * fails the stream (the box was paused: something is wrong, and a torn file must never be
+ * applied); a whole-tree save of a running box takes it, as GNU tar does (status 1). */
+static void changed(struct out *o, const char *path, const char *how)
+{
+	warn(path, how, 0);
+	o->status = MAX(o->status, o->listed ? 2 : 1);
+}
+
+static bool same_times(const struct stat *a, const struct stat *b)
+{
+	return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* A file's content: exactly e->size bytes, zeros for what it lost while it was read; before
+ * is its fstat from before the read. */
+static void put_content(struct out *o, int fd, const struct tarfmt_entry *e, const struct stat *before)
 {
 	uint64_t left = e->size;
 	while (left) {
@@ -123,14 +142,20 @@ static void put_content(struct out *o, int fd, const struct tarfmt_entry *e)
 		size_t want = (size_t)MIN(left, (uint64_t)(OUT_CHUNK - o->len));
 		ssize_t n = fd_read(fd, o->buf + o->len, want);
 		if (n <= 0) {
-			warn(e->path, n < 0 ? "read failed" : "file shrank while it was read", n < 0 ? (int)-n : 0);
-			o->status = MAX(o->status, n < 0 ? 2 : 1);
+			if (n < 0)
+				warn(e->path, "read failed", (int)-n), o->status = 2;
+			else
+				changed(o, e->path, "file shrank while it was read");
 			out_zeros(o, (size_t)left);
-			break;
+			out_zeros(o, tarfmt_pad(e->size));
+			return;
 		}
 		o->len += (size_t)n, left -= (uint64_t)n;
 	}
 	out_zeros(o, tarfmt_pad(e->size));
+	struct stat after;
+	if (fstat(fd, &after) < 0 || !same_times(before, &after))
+		changed(o, e->path, "file changed while it was read");
 }
 
 static void add(struct out *o, int dirfd, const char *name, char *path, size_t plen, bool recurse, int depth);
@@ -202,7 +227,7 @@ static void add(struct out *o, int dirfd, const char *name, char *path, size_t p
 		e->type = TARFMT_FILE;
 		e->size = (uint64_t)st.st_size;
 		if (put_header(o, e))
-			put_content(o, fd, e);
+			put_content(o, fd, e, &st);
 	} else if (S_ISDIR(st.st_mode)) {
 		e->type = TARFMT_DIR;
 		if (plen + nl + 1 < TARFMT_MAX_PATH) /* "dir/", as GNU tar names it */
@@ -276,7 +301,7 @@ static int create(const char *dir, char **names, bool list)
 	}
 	char *dot[] = {".", NULL};
 	char **v = list ? listed : names[0] ? names : dot;
-	struct out o = {.buf = xmalloc(OUT_CHUNK)};
+	struct out o = {.buf = xmalloc(OUT_CHUNK), .listed = list};
 	_cleanup_free_ char *path = xmalloc(TARFMT_MAX_PATH + 2);
 	for (; *v; v++)
 		add(&o, root, *v, path, 0, !list, 0);
@@ -403,6 +428,34 @@ static int clear(struct x *x, int pfd, const char *name)
 	return r;
 }
 
+#define HOLE_BLOCK 4096u
+
+static bool zero_block(const uint8_t *p, size_t n) { return p[0] == 0 && memcmp(p, p + 1, n - 1) == 0; }
+
+/* Writes buf at the file's offset, leaving whole zero blocks as holes (the stream carries a
+ * sparse file's holes as zeros: a 1 GiB `truncate -s` must come back as 1 GiB of hole, or a
+ * saved workspace no longer fits the box it came from). */
+static int write_sparse(int fd, const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		size_t n = MIN((size_t)HOLE_BLOCK, len - off);
+		bool hole = zero_block(buf + off, n);
+		size_t run = n;
+		while (off + run < len) {
+			size_t k = MIN((size_t)HOLE_BLOCK, len - off - run);
+			if (zero_block(buf + off + run, k) != hole)
+				break;
+			run += k;
+		}
+		int r = hole ? (lseek(fd, (off_t)run, SEEK_CUR) < 0 ? -errno : 0) : fd_write_all(fd, buf + off, run);
+		if (r < 0)
+			return r;
+		off += run;
+	}
+	return 0;
+}
+
 static int write_file(struct x *x, int pfd, const char *name, const struct tarfmt_entry *e)
 {
 	_cleanup_close_ int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -416,8 +469,11 @@ static int write_file(struct x *x, int pfd, const char *name, const struct tarfm
 		if (n == 0)
 			break;
 		if (!werr)
-			werr = fd_write_all(fd, x->buf, (size_t)n);
+			werr = write_sparse(fd, x->buf, (size_t)n);
 	}
+	/* a hole at the end: the size comes from here */
+	if (!werr && ftruncate(fd, (off_t)e->size) < 0)
+		werr = -errno;
 	if (werr)
 		return werr;
 	struct timespec t[2] = {{.tv_nsec = UTIME_OMIT}, {e->mtime_s, e->mtime_ns}};

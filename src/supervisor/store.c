@@ -325,16 +325,26 @@ int store_load_state(const char *box_dir, struct box_state *ret)
 	return 0;
 }
 
-int store_lock(const char *box_dir, const char *file, bool wait)
+static int lock_file(const char *box_dir, const char *file, int op)
 {
 	_cleanup_free_ char *path = xasprintf("%s/%s", box_dir, file);
 	_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	while (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0)
+	while (flock(fd, op) < 0)
 		if (errno != EINTR)
 			return -errno;
 	return TAKE_FD(fd);
+}
+
+int store_lock(const char *box_dir, const char *file, bool wait)
+{
+	return lock_file(box_dir, file, LOCK_EX | (wait ? 0 : LOCK_NB));
+}
+
+int store_lock_shared(const char *box_dir, const char *file)
+{
+	return lock_file(box_dir, file, LOCK_SH);
 }
 
 enum box_status store_status(const char *box_dir, struct box_state *ret_state)

@@ -85,6 +85,13 @@ int store_remove(const char *box_dir, pd_err *err);
 
 /* flock helpers: returns an fd holding the lock, or -errno (-EWOULDBLOCK when nonblocking). */
 int store_lock(const char *box_dir, const char *file, bool wait);
+/* The same lock file taken shared, waiting. */
+int store_lock_shared(const char *box_dir, const char *file);
+
+/* Held exclusively while `diff`/`apply` pause the box, scan and fetch its workspace; user
+ * sessions (exec, shell, a run's reconnect) hold it shared until their process exists, so
+ * none starts unpaused in the middle of a snapshot. */
+#define STORE_SNAPSHOT_LOCK "snapshot.lock"
 
 /* Serialise the spec to/from JSON (pure; tested). */
 char *box_spec_to_json(const struct box_spec *s);

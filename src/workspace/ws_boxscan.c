@@ -302,9 +302,12 @@ void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, 
 		}
 		/* an unchanged entry is the host's own copy-in entry: the ignore rules kept it then */
 		const struct ws_entry *e = unchanged(r, baseline, base);
+		/* the ignore rules (as they are now) keep new entries out, never one the copy-in
+		 * gave the box: a rule added since would turn it and its tree into deletions */
 		if (e)
 			ws_manifest_add(&ret->same, e);
-		else if (!ig || ws_ignore_match(ig, r->path, r->kind == WSSCAN_DIR) == WS_OK)
+		else if (!ig || ws_manifest_find(base, r->path) ||
+			 ws_ignore_match(ig, r->path, r->kind == WSSCAN_DIR) == WS_OK)
 			add_fetch(ret, r->path, &cap);
 	}
 }

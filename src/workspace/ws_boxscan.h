@@ -66,8 +66,8 @@ void ws_bplan_free(struct ws_bplan *p);
 
 /* Plans a snapshot from the box's scan `now`, the baseline scan taken right after copy-in
  * (NULL: none, every file is fetched), the copy-in manifest `base` and the host's ignore
- * rules (may be NULL). Names the box could not hand back and unscanned directories become
- * notes. Pure. */
+ * rules (may be NULL; they keep new entries out, never a copy-in entry). Names the box could
+ * not hand back become notes, unscanned directories `unread` entries. Pure. */
 void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, const struct ws_manifest *base,
 		   const struct ws_ignore *ig, const struct ws_limits *lim, struct ws_bplan *ret,
 		   struct ws_notes *notes);

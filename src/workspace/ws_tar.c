@@ -320,7 +320,10 @@ static int take_entry(struct tar_ctx *c, struct archive_entry *ae, const char *p
 {
 	bool is_dir = archive_entry_filetype(ae) == AE_IFDIR && !archive_entry_hardlink(ae);
 	mode_t mode = archive_entry_perm(ae);
-	if (c->o->ignore && ws_ignore_match(c->o->ignore, path, is_dir) != WS_OK)
+	/* the ignore rules keep new entries out; one the copy-in gave the box is always read
+	 * back (rules added since must not turn it into a deletion) */
+	if (c->o->ignore && !(c->o->base && ws_manifest_find(c->o->base, path)) &&
+	    ws_ignore_match(c->o->ignore, path, is_dir) != WS_OK)
 		return 0;
 	enum ws_reason pr = ensure_parents(c, path);
 	struct ws_entry *old = lookup(c, path);
