@@ -185,7 +185,7 @@ static void remove_base(struct apply *a, size_t i)
 		set(a, i, WS_ALREADY, 0, NULL); /* a re-run: the new type is already there */
 	else if (h.kind == WS_TYPE_INVALID)
 		a->removed[i] = true;
-	else if (!ws_host_matches(dirfd, name, &h, d->base, false) && !(a->o->force && h.kind != WS_DIR))
+	else if (!ws_host_matches(dirfd, name, &h, d->base, true) && !(a->o->force && h.kind != WS_DIR))
 		set(a, i, WS_CONFLICT, 0, "the host entry changed since copy-in");
 	else
 		r = 1;
@@ -330,7 +330,8 @@ static int decide(struct apply *a, size_t i, int dirfd, const char *name, struct
 		return 1; /* a dry run removed nothing: the old entry is still there */
 	if (ws_host_matches(dirfd, name, h, d->box, true))
 		return set(a, i, WS_ALREADY, 0, NULL), 0;
-	if (ws_host_matches(dirfd, name, h, expect, false))
+	/* the host entry as copied in, mode included: a chmod on the host is a change too */
+	if (ws_host_matches(dirfd, name, h, expect, true))
 		return 1;
 	if (a->o->force && h->kind != WS_DIR && d->box->type != WS_DIR)
 		return 1;

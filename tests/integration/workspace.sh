@@ -92,6 +92,15 @@ t_conflict_is_not_overwritten() {
 	assert_eq "$(cat "$P/a.txt")" "host edit"
 	pd apply --force --fresh ws3 >/dev/null
 	assert_eq "$(cat "$P/a.txt")" "box"
+	# a mode changed on the host (chmod 600 of a private file, its content as copied in) is a
+	# change too: a conflict, not silently overwritten
+	local out
+	pd exec ws3 -- sh -c 'echo "int main(void) { return 1; }" >src/m.c'
+	chmod 600 "$P/src/m.c"
+	out=$(pd apply --fresh ws3 2>&1) && fail "apply over a host chmod exited 0"
+	assert_contains "$out" "conflict"
+	assert_eq "$(stat -c %a "$P/src/m.c")" "600"
+	assert_eq "$(cat "$P/src/m.c")" 'int main(void) { return 0; }'
 	pd rm -f ws3
 }
 t_host_executing_paths_need_consent() {
