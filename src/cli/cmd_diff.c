@@ -10,9 +10,12 @@
 
 static void print_notes(const struct ws_notes *n)
 {
-	for (size_t i = 0; i < n->n && i < 20; i++)
-		fprintf(stderr, "paddock: note: %s: %s\n", ws_reason_str(n->v[i].reason),
-			n->v[i].detail ? n->v[i].detail : "left out");
+	for (size_t i = 0; i < n->n && i < 20; i++) {
+		/* the name comes from the box: escaped, never raw to the terminal */
+		_cleanup_free_ char *name = n->v[i].path ? ws_escape_name(n->v[i].path) : NULL;
+		fprintf(stderr, "paddock: note: %s%s%s: %s\n", name ? name : "", name ? ": " : "",
+			ws_reason_str(n->v[i].reason), n->v[i].detail ? n->v[i].detail : "left out");
+	}
 	if (n->n > 20 || n->dropped)
 		fprintf(stderr, "paddock: note: … and %zu more\n", n->n - (n->n > 20 ? 20 : n->n) + n->dropped);
 }
@@ -54,6 +57,11 @@ int cmd_diff(int argc, char **argv)
 	pd_err err = {0};
 	struct wsnap s;
 	if (wsnap_take(name, mount, &s, &err) < 0) {
+		wsnap_free(&s);
+		return cli_fail(&err);
+	}
+	/* what this diff shows is what a later `apply` without paths applies */
+	if (wsnap_save_paths(&s, paths, &err) < 0) {
 		wsnap_free(&s);
 		return cli_fail(&err);
 	}

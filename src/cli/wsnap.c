@@ -43,6 +43,39 @@ static char *snap_file(const struct wsnap *s, const char *what)
 	return s->mount < 0 ? xstrdup(what) : xasprintf("mount-%d.%s", s->mount, what);
 }
 
+#define PATHS_MAX (1u << 20)
+
+int wsnap_save_paths(const struct wsnap *s, char **paths, pd_err *err)
+{
+	_cleanup_free_ char *name = snap_file(s, "diff-paths");
+	if (!paths || !*paths)
+		return unlinkat(s->box_fd, name, 0) < 0 && errno != ENOENT ? pd_error(err, errno, "cannot remove %s", name) : 0;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	for (char **p = paths; *p; p++) {
+		size_t n = strlen(*p) + 1;
+		buf = xrealloc(buf, len + n);
+		memcpy(buf + len, *p, n);
+		len += n;
+	}
+	_cleanup_close_ int dfd = openat(s->box_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = dfd < 0 ? -errno : write_file_replace_at(dfd, name, buf, len, 0600, false);
+	return r < 0 ? pd_error(err, -r, "cannot save %s", name) : 0;
+}
+
+char **wsnap_load_paths(const struct wsnap *s)
+{
+	_cleanup_free_ char *name = snap_file(s, "diff-paths"), *buf = NULL;
+	_cleanup_close_ int dfd = openat(s->box_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t len = 0;
+	if (dfd < 0 || read_file_at(dfd, name, PATHS_MAX, &buf, &len) < 0 || len == 0)
+		return NULL;
+	char **v = NULL;
+	for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
+		v = strv_append(v, buf + off);
+	return v;
+}
+
 static int open_box(const char *name, const char *mount, struct wsnap *s, struct box_spec *spec, pd_err *err)
 {
 	*s = (struct wsnap){.staging_fd = -1, .box_fd = -1, .mount = -1};
@@ -295,6 +328,8 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err
 	/* the saved snapshot goes first: its staged content is about to be replaced */
 	if (r == 0 && unlinkat(s->box_fd, saved, 0) < 0 && errno != ENOENT)
 		r = pd_error(err, errno, "cannot remove the previous snapshot");
+	if (r == 0) /* and the paths its diff was limited to: they belong to it */
+		r = wsnap_save_paths(s, NULL, err);
 	if (r == 0)
 		r = open_staging(s, err);
 	if (r == 0)

@@ -37,6 +37,10 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *ret, pd_err *e
 /* Loads the snapshot the last `diff` saved; -ENOENT when there is none. */
 int wsnap_load(const char *name, const char *mount, struct wsnap *ret, pd_err *err);
 void wsnap_free(struct wsnap *s);
+/* The paths a `diff` of the snapshot was limited to (NULL/empty: none), kept beside it so
+ * that `apply` without paths applies what that diff showed; and read back (NULL: none). */
+int wsnap_save_paths(const struct wsnap *s, char **paths, pd_err *err);
+char **wsnap_load_paths(const struct wsnap *s);
 /* Saves a running box's workspace as a tar stream beside it (the box's writable layer does
  * not outlive a stop); the next boot copies it back in instead of the project. No-op for
  * boxes without a copied workspace. */

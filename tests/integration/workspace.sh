@@ -261,6 +261,24 @@ t_ignore_rules_added_later_never_delete_copied_files() {
 	pd rm -f wsig >/dev/null
 }
 
+# apply without paths applies what the last diff showed — all of it, or only the paths that
+# diff was limited to; a path that names nothing is a usage error, not a silent success
+t_apply_takes_what_a_path_limited_diff_showed() {
+	mkproj
+	(cd "$P" && pd create wspl >/dev/null)
+	pd exec wspl -- sh -c 'echo more >>src/m.c && rm a.txt'
+	assert_contains "$(pd diff --stat wspl src)" "M src/m.c"
+	local out
+	out=$(pd apply wspl 2>&1)
+	assert_contains "$out" "only those"
+	assert_contains "$(tail -1 "$P/src/m.c")" "more"
+	[ -e "$P/a.txt" ] || fail "apply deleted a.txt, which the limited diff did not show"
+	assert_status 2 pd apply wspl no/such/path
+	pd apply --fresh wspl >/dev/null
+	[ ! -e "$P/a.txt" ] || fail "apply --fresh left a.txt"
+	pd rm -f wspl >/dev/null
+}
+
 t_stop_keeps_a_box_running_when_its_work_cannot_be_saved() {
 	mkproj
 	(cd "$P" && pd create wsst >/dev/null)
