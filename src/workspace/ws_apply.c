@@ -340,6 +340,17 @@ static int decide(struct apply *a, size_t i, int dirfd, const char *name, struct
 	return 0;
 }
 
+/* Whether this apply removes (or, in a dry run, would remove) an entry above path. */
+static bool ancestor_removed(const struct apply *a, const char *path)
+{
+	for (size_t j = 0; j < a->diff.n; j++) {
+		const struct ws_entry *b = a->diff.v[j].base;
+		if (a->removed[j] && b && !streq(b->path, path) && ws_path_under(path, b->path))
+			return true;
+	}
+	return false;
+}
+
 static void create_box(struct apply *a, size_t i)
 {
 	const struct ws_delta *d = &a->diff.v[i];
@@ -352,7 +363,9 @@ static void create_box(struct apply *a, size_t i)
 	_cleanup_close_ int dirfd = -1;
 	const char *name;
 	int r = open_parent(a, y->path, true, &dirfd, &name);
-	if (r == -ENOENT && a->o->dry_run) {
+	/* a dry run creates no directory and removes nothing: a parent still missing, or still
+	 * the file or symlink this apply would replace, is what the real run gets past */
+	if (a->o->dry_run && (r == -ENOENT || ((r == -ENOTDIR || r == -ELOOP) && ancestor_removed(a, y->path)))) {
 		set(a, i, WS_APPLIED, 0, NULL);
 		return;
 	}

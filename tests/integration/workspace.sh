@@ -78,9 +78,15 @@ t_empty_project_round_trip() {
 t_apply_dry_run_writes_nothing() {
 	mkproj
 	(cd "$P" && pd create ws2 >/dev/null)
-	pd exec ws2 -- sh -c 'echo x >dry.txt'
-	pd apply --dry-run ws2 >/dev/null
+	# and says what the real run does, also where a file becomes a directory with entries
+	pd exec ws2 -- sh -c 'echo x >dry.txt && rm a.txt && mkdir a.txt && echo in >a.txt/in'
+	local dry real
+	dry=$(pd apply --dry-run ws2 2>/dev/null)
 	[ ! -e "$P/dry.txt" ] || fail "dry run wrote a file"
+	[ -f "$P/a.txt" ] || fail "dry run changed a.txt"
+	real=$(pd apply ws2 2>/dev/null)
+	assert_eq "$dry" "$real"
+	assert_eq "$(cat "$P/a.txt/in")" "in"
 	pd rm -f ws2
 }
 t_conflict_is_not_overwritten() {
