@@ -1,4 +1,6 @@
 /* main.c — paddock's verb table: each verb is one handler in one file (cmd_<verb>.c). */
+#include <fcntl.h>
+
 #include "cli/cli.h"
 #include "runtime/vm/vm_template.h"
 #include "util/log.h"
@@ -33,8 +35,19 @@ static void usage(FILE *f)
 	fprintf(f, "\n'paddock VERB --help' describes a verb.\n");
 }
 
+/* A closed 0, 1 or 2 would be handed to the next open (a pipe of ours as the command's
+ * stdin, which then never ends): each is /dev/null instead, as for any well-behaved tool. */
+static void std_fds_open(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) < 0)
+			_exit(EXIT_FAILURE_PD);
+}
+
 int main(int argc, char **argv)
 {
+	std_fds_open();
 	pd_log_init();
 	vm_template_enable("/proc/self/exe");
 	if (argc < 2) {

@@ -80,7 +80,7 @@ struct pump {
 				 * waits for us to read (that would deadlock a `cat`) */
 	uint32_t stream;
 	int *start_lock;
-	bool tty, stdin_open, done;
+	bool tty, stdin_open, done, sent_sigpipe;
 	int status;
 	pd_err *err;
 	int r;
@@ -105,10 +105,18 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 	switch (f->hdr.type) {
 	case PROTO_STDOUT:
 	case PROTO_STDERR:
-		/* a reader that went away (EPIPE) is not our failure: keep draining for the status */
-		if (fd_write_all(f->hdr.type == PROTO_STDOUT ? p->out_fd : p->err_fd, f->payload, f->hdr.len) < 0 &&
-		    errno != EPIPE)
-			p->r = pd_error(p->err, errno, "cannot write the command's output");
+		/* a reader that went away (EPIPE) is not our failure: the command gets SIGPIPE, as
+		 * in a shell pipeline (`yes | head` ends), and we keep draining for its status */
+		if (fd_write_all(f->hdr.type == PROTO_STDOUT ? p->out_fd : p->err_fd, f->payload, f->hdr.len) < 0) {
+			if (errno != EPIPE)
+				p->r = pd_error(p->err, errno, "cannot write the command's output");
+			else if (!p->sent_sigpipe) {
+				uint8_t sig[4];
+				proto_put_u32(sig, SIGPIPE);
+				pump_send(p, PROTO_SIGNAL, sig, 4);
+				p->sent_sigpipe = true;
+			}
+		}
 		break;
 	case PROTO_EXIT:
 		if (f->hdr.len != 4) {

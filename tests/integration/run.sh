@@ -48,6 +48,14 @@ t_stdin_eof_reaches_the_box() {
 	out=$(pd_run -- cat </dev/null)
 	assert_eq "$out" ""
 }
+# a closed stdin is an empty one (it used to become a pipe of our own that never ended), and
+# a reader that goes away ends the command with SIGPIPE as in a shell pipeline (it spun)
+t_closed_stdin_and_a_gone_reader_end_the_command() {
+	assert_status 0 timeout 60 "$PADDOCK" run --rm --backend "$PD_BACKEND" --workspace none -- cat <&-
+	timeout 60 "$PADDOCK" run --rm --backend "$PD_BACKEND" --workspace none -- yes | head -c 4 >/dev/null
+	local st=${PIPESTATUS[0]}
+	assert_eq "$st" "141" "yes | head: the status of the box's yes"
+}
 t_tty_allocated_when_stdin_is_a_terminal() {
 	local out
 	out=$(script -qec "$PADDOCK run --rm --backend $PD_BACKEND -- sh -c 'tty; stty size'" /dev/null </dev/null | tr -d '\r')
