@@ -51,7 +51,13 @@ static int exec_in(const char *name, struct exec_opts *o, char **cmd)
 	_cleanup_free_ char *dir = NULL;
 	if (cli_box_dir(name, NULL, &dir, &err) < 0)
 		return cli_fail(&err);
-	enum box_status st = store_status(dir, NULL);
+	struct box_state bs;
+	enum box_status st = store_status(dir, &bs);
+	if (st == BOX_STATUS_RUNNING && bs.in_run) {
+		pd_error_msg(&err, EBUSY, "sandbox '%s' runs inside its 'paddock run --rm' and takes no other session "
+					  "(create it with 'paddock create' to exec into it)", name);
+		return cli_fail(&err);
+	}
 	if (st != BOX_STATUS_RUNNING) {
 		pd_error_msg(&err, ESRCH, "sandbox '%s' is %s; start it with 'paddock start %s'", name,
 			     box_status_name(st), name);

@@ -34,6 +34,10 @@ static int stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force,
 	struct box_state st;
 	if (store_status(dir, &st) != BOX_STATUS_RUNNING)
 		return 0;
+	if (st.in_run)
+		return pd_error_msg(err, EBUSY, "sandbox '%s' runs inside its 'paddock run --rm', which ends it with its "
+						"command (Ctrl-C there, or signal that process); it takes no stop from outside",
+				    strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir);
 	/* the ns box's writable layer dies with it: keep the agent's work for diff/apply */
 	if (save && wsnap_save_tar(dir, err) < 0) {
 		if (!force) {
@@ -116,7 +120,14 @@ static int life_opt(int c, void *vctx)
 int cli_start_box(const char *dir, bool *ret_started, pd_err *err)
 {
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
-	*ret_started = store_status(dir, NULL) != BOX_STATUS_RUNNING;
+	struct box_state st;
+	*ret_started = store_status(dir, &st) != BOX_STATUS_RUNNING;
+	/* a `run --rm` box lives and dies with its run: one left by a run that was killed is
+	 * only ever removed, never turned into a persistent box */
+	if (st.in_run)
+		return pd_error_msg(err, EINVAL, "sandbox '%s' was made by 'paddock run --rm' and %s; remove it with 'paddock rm'",
+				    strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir,
+				    st.status == BOX_STATUS_RUNNING ? "runs inside that run" : "its run is gone");
 	return *ret_started ? supervisor_spawn(dir, err) : 0;
 }
 
@@ -178,7 +189,7 @@ static int rm_one(const char *name, void *vctx)
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
 	enum box_status st = store_status(dir, NULL);
 	if (st != BOX_STATUS_RUNNING) {
-		/* a dead box's supervisor (or a SIGKILLed `run --rm`, whose box reads "created")
+		/* a dead box's supervisor (or a SIGKILLed `run --rm`, whose box reads "dead")
 		 * never got to clean up; rmdir only ever removes an empty cgroup */
 		_cleanup_free_ char *leaf = ns_cgroup_leaf(name, dir);
 		ns_cgroup_remove_stale(leaf);

@@ -350,15 +350,16 @@ int store_lock_shared(const char *box_dir, const char *file)
 enum box_status store_status(const char *box_dir, struct box_state *ret_state)
 {
 	struct box_state st;
-	store_load_state(box_dir, &st);
+	/* no state file: a `run --rm` box (store_create writes one for every other box) */
+	st.in_run = store_load_state(box_dir, &st) == -ENOENT;
 	int fd = store_lock(box_dir, "supervisor.lock", false);
 	if (fd == -EWOULDBLOCK)
 		st.status = BOX_STATUS_RUNNING;
 	else {
 		if (fd >= 0)
 			close(fd);
-		if (st.status == BOX_STATUS_RUNNING)
-			st.status = BOX_STATUS_DEAD; /* nobody holds the lock: the supervisor is gone */
+		if (st.status == BOX_STATUS_RUNNING || st.in_run)
+			st.status = BOX_STATUS_DEAD; /* nobody holds the lock: the supervisor (or the run) is gone */
 	}
 	if (ret_state)
 		*ret_state = st;

@@ -58,6 +58,7 @@ struct box_state {
 	pid_t supervisor_pid;
 	int64_t started, stopped;
 	int last_exit;        /* -1 when unknown */
+	bool in_run;          /* a `run --rm` box: its run is its supervisor, no state file */
 };
 
 void box_spec_free(struct box_spec *s);

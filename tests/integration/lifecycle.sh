@@ -100,10 +100,29 @@ t_run_rm_sigkilled_leaves_nothing_after_rm() {
 	for i in 0 1 2 3 4 5 6 7 8 9; do
 		[ -e "$PADDOCK_HOME/boxes/k2$i" ] || continue
 		leaf=$(cgroup_leaf k2$i)
+		# what a killed run left is dead (not "created"), and is never started as a box
+		assert_eq "$(status_of k2$i)" "dead"
+		assert_status 125 pd start k2$i
 		pd rm k2$i
 		assert_eq "$(status_of k2$i)" "absent"
 		assert_eq "$(cgroups_at "$leaf")" ""
 	done
+}
+# a running `run --rm` box lives in its run: stop, rm -f and exec refuse at once and say why
+# (they waited 10-15 s for a supervisor it does not have, then failed)
+t_run_rm_box_refuses_outside_stop_and_exec() {
+	"$PADDOCK" run --rm --name rr --workspace none -- sleep 4344 &
+	local pid=$! i
+	for i in $(seq 100); do [ "$(status_of rr)" = running ] && break; sleep 0.05; done
+	local out
+	out=$(timeout 5 "$PADDOCK" stop rr 2>&1) && fail "stop of a run --rm box succeeded"
+	assert_contains "$out" "run --rm"
+	out=$(timeout 5 "$PADDOCK" rm -f rr 2>&1) && fail "rm -f of a run --rm box succeeded"
+	assert_contains "$out" "run --rm"
+	out=$(timeout 5 "$PADDOCK" exec rr -- true 2>&1) && fail "exec into a run --rm box succeeded"
+	assert_contains "$out" "run --rm"
+	kill -TERM $pid
+	wait $pid 2>/dev/null || true
 }
 # run --rm renames its state away and a detached process removes it (with the network's last
 # close): the name is free at once, nothing stays behind, and ls sweeps what a crash left
