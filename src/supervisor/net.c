@@ -441,7 +441,8 @@ static int make_sock_dir(struct sup_net *n, pd_err *err)
 	return 0;
 }
 
-static int publish(struct sup_net *n, const char *spec, pd_err *err)
+int sup_net_parse_publish(const char *spec, struct in_addr *ret_host, uint16_t *ret_hp, uint16_t *ret_bp,
+			  pd_err *err)
 {
 	char host[64] = "127.0.0.1";
 	unsigned hp, bp;
@@ -449,16 +450,26 @@ static int publish(struct sup_net *n, const char *spec, pd_err *err)
 	if (sscanf(spec, "%63[^:]:%u:%u%n", host, &hp, &bp, &used) != 3 || spec[used]) {
 		snprintf(host, sizeof(host), "127.0.0.1");
 		if (sscanf(spec, "%u:%u%n", &hp, &bp, &used) != 2 || spec[used])
-			return pd_error_msg(err, EINVAL, "network layer: -p wants [HOSTADDR:]HOSTPORT:BOXPORT, got '%s'", spec);
+			return pd_error_msg(err, EINVAL, "-p wants [HOSTADDR:]HOSTPORT:BOXPORT, got '%s'", spec);
 	}
+	if (inet_pton(AF_INET, host, ret_host) != 1 || hp == 0 || hp > 65535 || bp == 0 || bp > 65535)
+		return pd_error_msg(err, EINVAL, "-p wants an IPv4 HOSTADDR and ports 1-65535, got '%s'", spec);
+	*ret_hp = (uint16_t)hp, *ret_bp = (uint16_t)bp;
+	return 0;
+}
+
+static int publish(struct sup_net *n, const char *spec, pd_err *err)
+{
 	struct in_addr ha;
-	if (inet_pton(AF_INET, host, &ha) != 1 || hp == 0 || hp > 65535 || bp == 0 || bp > 65535)
-		return pd_error_msg(err, EINVAL, "network layer: -p wants an IPv4 HOSTADDR and ports 1-65535, got '%s'", spec);
+	uint16_t hp, bp;
+	int r = sup_net_parse_publish(spec, &ha, &hp, &bp, err);
+	if (r < 0)
+		return r;
 	if (n->n_published >= ARRAY_SIZE(n->published))
-		return pd_error_msg(err, E2BIG, "network layer: at most %zu published ports", ARRAY_SIZE(n->published));
-	if (netstack_add_hostfwd(n->stack, ha, (uint16_t)hp, (uint16_t)bp) < 0)
-		return pd_error_msg(err, EADDRINUSE, "network layer: cannot publish %s (is the host port free?)", spec);
-	n->published[n->n_published++] = (uint16_t)bp;
+		return pd_error_msg(err, E2BIG, "at most %zu published ports", ARRAY_SIZE(n->published));
+	if (netstack_add_hostfwd(n->stack, ha, hp, bp) < 0)
+		return pd_error_msg(err, EADDRINUSE, "cannot publish %s (is the host port free?)", spec);
+	n->published[n->n_published++] = bp;
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include "egress/policy.h"
@@ -55,3 +56,8 @@ char *sup_net_global_policy_path(void);
 /* The policy a box runs with now (spec + global file + box file). */
 int sup_net_load_policy(const struct box_spec *spec, const char *box_dir, struct egress_policy **ret,
 			pd_err *err);
+
+/* Parses a -p value ([HOSTADDR:]HOSTPORT:BOXPORT, IPv4, ports 1-65535). Pure: the CLI checks
+ * it before anything is created, the network layer uses it when it publishes. */
+int sup_net_parse_publish(const char *spec, struct in_addr *ret_host, uint16_t *ret_hp, uint16_t *ret_bp,
+			  pd_err *err);

@@ -25,6 +25,13 @@ t_usage_errors_exit_2() {
 	assert_status 2 pd run -v relative:/x -- true
 	assert_status 2 pd nosuchverb
 	assert_status 2 pd exec
+	# network values are checked by the parsers that use them, before anything is made
+	local v
+	for v in "-p 99999:80" "-p 1.2.3:80:80" "--resolve foo=notanip" "--allow a:99999" "--deny *.:1"; do
+		# shellcheck disable=SC2086
+		assert_status 2 pd run --rm --workspace none $v -- true
+	done
+	[ -z "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" ] || fail "a refused run left a box: $(ls "$PADDOCK_HOME/boxes")"
 }
 t_stdout_and_stderr_kept_apart() {
 	local out err
