@@ -281,21 +281,46 @@ static int print_gc(struct img_store *s, pd_err *err)
 static int image_rm(int argc, char **argv)
 {
 	pd_err err = {0};
-	int rc = 0;
+	int rc = 0, removed = 0;
 	{
 		_cleanup_img_store_ struct img_store *s = NULL;
 		if (cli_image_store(IMG_LOCK_SHARED, &s, &err) < 0)
 			return cli_fail(&err);
 		for (int i = 0; i < argc; i++) {
 			_cleanup_img_record_ struct img_record *r = NULL;
-			if (img_record_find(s, argv[i], &r, &err) < 0 || img_record_remove(s, r->name, &err) < 0) {
+			if (img_record_find(s, argv[i], &r, &err) < 0) {
 				rc = cli_fail(&err);
 				continue;
 			}
-			printf("removed %s\n", r->name);
+			/* a digest names the image: every name it has goes */
+			_cleanup_free_ char *canon = img_name_normalize(argv[i]);
+			bool by_digest = !canon || !streq(canon, r->name);
+			struct img_record **v = NULL;
+			size_t n = 0;
+			if (by_digest && img_record_list(s, &v, &n, &err) < 0) {
+				rc = cli_fail(&err);
+				continue;
+			}
+			for (size_t k = 0; k < (by_digest ? n : 1); k++) {
+				const struct img_record *x = by_digest ? v[k] : r;
+				if (by_digest && !streq(x->digest, r->digest))
+					continue;
+				if (img_record_remove(s, x->name, &err) < 0) {
+					rc = cli_fail(&err);
+					err = (pd_err){0};
+					continue;
+				}
+				printf("removed %s\n", x->name);
+				removed++;
+			}
+			if (by_digest)
+				img_record_list_free(v, n);
 		}
 	}
-	/* what the removed images alone used goes now; boxes still using a tree keep it */
+	/* what the removed images alone used goes now; boxes still using a tree keep it (nothing
+	 * to collect when no name was removed) */
+	if (rc != 0 && !removed)
+		return rc;
 	_cleanup_img_store_ struct img_store *s = NULL;
 	if (cli_image_store(IMG_LOCK_EXCLUSIVE, &s, &err) < 0 || print_gc(s, &err) < 0)
 		return cli_fail(&err);
@@ -369,8 +394,12 @@ static int image_add(const char *verb, int argc, char **argv)
 	struct img_pull_opts po = {.progress = stderr};
 	optind = 1;
 	for (int c; (c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1;) {
-		if (c == 'n')
+		if (c == 'n') {
+			_cleanup_free_ char *canon = img_name_normalize(optarg);
+			if (!canon) /* checked before anything is fetched */
+				return cli_usage("image", "--name '%s' is not an image name (like repo/name:tag)", optarg);
 			io.name = po.name = optarg;
+		}
 		else if (c == 't' && !pull)
 			io.tag = optarg;
 		else if (c == 'm' && pull)
@@ -526,6 +555,12 @@ int cmd_image(int argc, char **argv)
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	const char *sub = argv[1];
+	/* `image SUB --help` is help, for every SUB (import and pull print their own) */
+	for (int i = 2; i < argc && !streq(sub, "import") && !streq(sub, "pull"); i++)
+		if (streq(argv[i], "--help") || streq(argv[i], "-h")) {
+			image_help(stdout);
+			return 0;
+		}
 	if (streq(sub, "ls") && (argc == 2 || (argc == 3 && streq(argv[2], "--json"))))
 		return image_ls(argc == 3);
 	if (streq(sub, "inspect") && argc == 3)

@@ -109,7 +109,11 @@ int cmd_policy(int argc, char **argv)
 		return cli_usage("policy", "policy wants ls, allow, deny or rm");
 	const char *verb = argv[optind++];
 	/* options may also follow the verb: paddock policy allow --sandbox b x.com */
-	while ((c = getopt_long(argc, argv, "+s:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+		if (c == 'h') { /* `policy ls --help` */
+			policy_help();
+			return 0;
+		}
 		if (c != 's')
 			return cli_usage("policy", "unknown option '%s'", argv[optind - 1]);
 		box = optarg;

@@ -49,7 +49,10 @@ static int profile_show(const char *name)
 
 int cmd_profile(int argc, char **argv)
 {
-	if (argc < 2 || streq(argv[1], "--help")) {
+	bool help = argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"));
+	for (int i = 2; i < argc; i++) /* `profile ls --help`, `profile show --help` */
+		help = help || streq(argv[i], "--help") || streq(argv[i], "-h");
+	if (argc < 2 || help) {
 		printf("Usage: paddock profile ls\n       paddock profile show NAME\n\n"
 		       "Agent definitions in the sandboxy JSON format: the built-ins (claude, codex, gemini, pi,\n"
 		       "opencode, qwen, shell) and $XDG_CONFIG_HOME/paddock/agents/NAME.json, which adds a\n"

@@ -205,10 +205,10 @@ int img_record_find(struct img_store *s, const char *what, struct img_record **r
 	int q = img_record_list(s, &v, &n, err);
 	if (q < 0)
 		return q;
+	/* one image under several names is one hit (the first name) */
 	for (size_t i = 0; i < n; i++)
-		if (hex_prefix_of(what, v[i]->digest)) {
-			hits++;
-			hit = i;
+		if (hex_prefix_of(what, v[i]->digest) && (!hits || !streq(v[i]->digest, v[hit]->digest))) {
+			hit = hits++ ? hit : i;
 		}
 	if (hits == 1) {
 		*ret = TAKE_PTR(v[hit]);

@@ -243,6 +243,25 @@ assert all(i["unpacked"] > 0 and i["size"] > 0 and len(i["layers"]) == 2 for i i
 	assert_status 2 pd image frobnicate
 }
 
+# one image under two names: its digest picks it (inspect) and removes it with every name
+# (rm); a bad --name is a usage error before anything is fetched
+t_digest_of_an_image_with_two_names() {
+	mk layout "$PADDOCK_HOME/lay" >/dev/null
+	pd image import --name local/a:1 "$PADDOCK_HOME/lay" >/dev/null
+	pd image import --name other/b:1 "$PADDOCK_HOME/lay" >/dev/null
+	local d
+	d=$(pd image ls --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["digest"])')
+	assert_status 0 pd image inspect "$d"
+	local out
+	out=$(pd image rm "$d")
+	assert_contains "$out" "removed docker.io/local/a:1"
+	assert_contains "$out" "removed docker.io/other/b:1"
+	assert_eq "$(pd image ls --json)" "[]"
+	assert_status 2 pd image import --name 'a b' "$PADDOCK_HOME/lay"
+	assert_status 2 pd image import --name '' "$PADDOCK_HOME/lay"
+	assert_eq "$(find "$PADDOCK_HOME/images/blobs" -type f 2>/dev/null | wc -l)" "0"
+}
+
 t_gc_keeps_trees_of_existing_boxes() {
 	mk docker-save "$PADDOCK_HOME/app.tar"
 	pd image import "$PADDOCK_HOME/app.tar"

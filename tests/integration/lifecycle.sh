@@ -228,6 +228,13 @@ t_help_on_every_verb() {
 		pd "$v" --help | grep -q "Usage: paddock $v" || fail "no --help for $v"
 	done
 	pd --help | grep -q "Verbs:"
+	# and on every sub-verb: help, exit 0, nothing done
+	local sub
+	for sub in "profile ls" "profile show" "image ls" "image gc" "image inspect" "image rm" "image build" \
+		"image import" "image pull" "policy ls" "policy allow" "system setup"; do
+		# shellcheck disable=SC2086
+		assert_status 0 pd $sub --help
+	done
 }
 t_doctor_reports() {
 	local out
