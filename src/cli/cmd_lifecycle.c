@@ -32,7 +32,18 @@ static bool wait_supervisor_gone(const char *dir, int timeout_ms)
 static int stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force, pd_err *err)
 {
 	struct box_state st;
-	if (store_status(dir, &st) != BOX_STATUS_RUNNING)
+	enum box_status now = store_status(dir, &st);
+	/* a dead box (its supervisor killed): stopping it records that, and frees its cgroup */
+	if (now == BOX_STATUS_DEAD && !st.in_run) {
+		_cleanup_free_ char *base = xstrdup(dir);
+		_cleanup_free_ char *leaf = ns_cgroup_leaf(basename(base), dir);
+		ns_cgroup_remove_stale(leaf);
+		st.status = BOX_STATUS_STOPPED;
+		st.supervisor_pid = 0;
+		st.stopped = (int64_t)time(NULL);
+		return store_save_state(dir, &st, err);
+	}
+	if (now != BOX_STATUS_RUNNING)
 		return 0;
 	if (st.in_run)
 		return pd_error_msg(err, EBUSY, "sandbox '%s' runs inside its 'paddock run --rm', which ends it with its "

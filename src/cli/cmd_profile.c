@@ -1,6 +1,7 @@
 /* cmd_profile.c — `paddock profile ls` and `paddock profile show NAME`: agent definitions
  * (built-in, plus $XDG_CONFIG_HOME/paddock/agents/NAME.json merged on top). */
 #include "cli/cli.h"
+#include "workspace/ws_path.h"
 #include "profile/profile.h"
 
 static int profile_ls(void)
@@ -26,7 +27,9 @@ static int profile_ls(void)
 		}
 		/* a profile without install commands runs on its base: nothing of its own to build */
 		const char *img = p->install_commands && p->install_commands[0] ? states[i] : "(base image)";
-		printf("%-12s %-28s %-16s %s\n", names[i], p->display_name ? p->display_name : "", img, from ? from : "");
+		/* a profile file's text never reaches the terminal raw (escape sequences) */
+		_cleanup_free_ char *shown = ws_escape_name(p->display_name ? p->display_name : "");
+		printf("%-12s %-28s %-16s %s\n", names[i], shown, img, from ? from : "");
 		profile_free(p);
 	}
 	return 0;

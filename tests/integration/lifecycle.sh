@@ -75,6 +75,10 @@ t_supervisor_sigkill_leaves_a_consistent_ls() {
 	if [ "$PD_BACKEND" = ns ] && [ -z "$(cgroups_at "$leaf")" ]; then
 		fail "the dead box's cgroup $leaf is not where the test looks"
 	fi
+	# stop records the death (it said 0 and left it dead), and frees the cgroup
+	pd stop k1
+	assert_eq "$(status_of k1)" "stopped"
+	assert_eq "$(cgroups_at "$leaf")" ""
 	pd rm k1
 	assert_eq "$(status_of k1)" "absent"
 	# and its cgroup, which the killed supervisor could not remove, is gone too
