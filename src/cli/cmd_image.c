@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <getopt.h>
@@ -90,6 +92,51 @@ static int owner_shift(struct img_store *s, pd_err *err)
 	return 0;
 }
 
+/* A killed profile build leaves its overlay's upper and work directories owned by the box's
+ * ids — for an ordinary user its subordinate ids (the kernel makes work/work d---------),
+ * which the user may not remove. They go from a child in a user namespace with the box's
+ * maps: its root has the caps there over files owned by mapped ids, and none over anything
+ * else (the host's files are not mapped). The path is the store's own tmp/ entry. */
+static int remove_foreign(const char *path)
+{
+	struct ns_idmaps m;
+	pd_err err = {0};
+	if (getuid() == 0 || ns_idmaps_for_caller(&m, &err) < 0 || !m.root_ok)
+		return -EPERM;
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(go[1]);
+		char c;
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(1);
+		/* tell the parent to write our maps (it watches for our namespace to change) */
+		if (read(go[0], &c, 1) != 1 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+			_exit(1);
+		_exit(rm_rf(path) < 0 ? 1 : 0);
+	}
+	close(go[0]);
+	int r = pid < 0 ? -errno : 0;
+	/* the child is in its own namespace once /proc/PID/ns/user differs from ours */
+	for (int i = 0; r == 0 && i < 2000; i++) {
+		char a[64], b[64];
+		_cleanup_free_ char *p = xasprintf("/proc/%d/ns/user", (int)pid);
+		ssize_t na = readlink(p, a, sizeof(a) - 1), nb = readlink("/proc/self/ns/user", b, sizeof(b) - 1);
+		if (na > 0 && nb > 0 && (a[na] = 0, b[nb] = 0, !streq(a, b)))
+			break;
+		usleep(1000);
+	}
+	if (r == 0 && (ns_idmaps_write(&m, pid, &err) < 0 || write(go[1], "g", 1) != 1))
+		r = -EIO;
+	close(go[1]);
+	int st = 0;
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	return r < 0 ? r : WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EPERM;
+}
+
 int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err)
 {
 	_cleanup_free_ char *home = NULL;
@@ -101,6 +148,7 @@ int cli_image_store(enum img_lock lock, struct img_store **ret, pd_err *err)
 		img_store_close(s);
 		return r;
 	}
+	s->remove_foreign = remove_foreign;
 	*ret = s;
 	return 0;
 }

@@ -28,6 +28,9 @@ struct img_store {
 	 * link_fd (layer_options.link_from); -1 = none */
 	int link_fd;
 	char link_layer[OCI_DIGEST_LEN + 1];
+	/* gc: removes what the caller may not (a killed profile build's files, owned by the
+	 * caller's subordinate ids); 0 or -errno. NULL: none (the CLI sets it) */
+	int (*remove_foreign)(const char *path);
 };
 
 enum img_lock {

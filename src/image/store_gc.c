@@ -247,6 +247,8 @@ static int sweep(struct img_store *s, const char *dir, char *const *keep, bool t
 			continue;
 		_cleanup_free_ char *full = xasprintf("%s/%s/%s", s->dir, dir, de->d_name);
 		int q = rm_rf(full);
+		if ((q == -EACCES || q == -EPERM) && s->remove_foreign)
+			q = s->remove_foreign(full);
 		if (q < 0 && r == 0)
 			r = pd_error(err, q, "cannot remove %s", full);
 		if (q < 0)

@@ -10,8 +10,7 @@
 REG=$(cd "$(dirname "$0")/../registry" && pwd)
 
 # a base with a shell: static busybox as /bin/sh, plus mkimage.py's two layers (etc/hello, ...).
-# It has no tar for the workspace copy: these boxes run with --workspace none (the npm test
-# below runs the default copy on Debian).
+# These boxes run with --workspace none (the npm test below runs the default copy on Debian).
 mk_base() {
 	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
 	python3 "$REG/mkimage.py" layout "$PADDOCK_HOME/bb" --add-file /bin/busybox:/bin/busybox --symlink bin/sh:busybox
@@ -254,6 +253,28 @@ t_profile_builtins_install_from_npm() {
 	assert_contains "$out" "@earendil-works/pi-coding-agent@"
 	assert_contains "$out" "@anthropic-ai/claude-code@"
 	assert_contains "$out" "@openai/codex@"
+}
+
+# a build killed mid-way leaves its overlay layer behind, owned by the box's ids (for an
+# ordinary user its subordinate ids, which it may not remove itself): gc removes it all
+# (it failed with "Permission denied" on every later gc and image rm)
+t_killed_profile_build_is_swept_by_gc() {
+	need_root_inside
+	mk_base
+	profile slow '{"displayName": "S", "baseImage": "local/bb:1",
+		"installCommands": ["mkdir -p /opt/x /root/y /var/log/z && echo hi >/opt/x/f && sleep 4345"],
+		"launchCommand": ["/bin/busybox", "true"]}'
+	pd run --rm --workspace none slow >"$PADDOCK_HOME/build.log" 2>&1 &
+	local pid=$! i
+	for i in $(seq 200); do pgrep -f "sleep 4345" >/dev/null && break; sleep 0.05; done
+	kill -KILL $pid
+	wait $pid 2>/dev/null || true
+	pkill -KILL -f "sleep 4345" 2>/dev/null || true
+	for i in $(seq 100); do pgrep -f "sleep 4345" >/dev/null || break; sleep 0.05; done
+	ls "$PADDOCK_HOME"/images/tmp/ | grep -q '^build-......$' ||
+		fail "the killed build left no layer to sweep: $(ls "$PADDOCK_HOME"/images/tmp/; cat "$PADDOCK_HOME/build.log")"
+	pd image gc >/dev/null || fail "image gc failed after a killed build"
+	assert_eq "$(ls "$PADDOCK_HOME"/images/tmp/ | grep -c '^build-......$')" "0"
 }
 
 run_tests
