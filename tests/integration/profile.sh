@@ -264,7 +264,7 @@ t_killed_profile_build_is_swept_by_gc() {
 	profile slow '{"displayName": "S", "baseImage": "local/bb:1",
 		"installCommands": ["mkdir -p /opt/x /root/y /var/log/z && echo hi >/opt/x/f && sleep 4345"],
 		"launchCommand": ["/bin/busybox", "true"]}'
-	pd run --rm --workspace none slow >"$PADDOCK_HOME/build.log" 2>&1 &
+	"$PADDOCK" run --rm --workspace none slow >"$PADDOCK_HOME/build.log" 2>&1 &
 	local pid=$! i
 	for i in $(seq 200); do pgrep -f "sleep 4345" >/dev/null && break; sleep 0.05; done
 	kill -KILL $pid
