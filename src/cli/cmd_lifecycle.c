@@ -88,9 +88,18 @@ static int parse_names(const char *verb, int argc, char **argv, const struct opt
 		       int (*each)(const char *name, void *ctx), void *ctx, int (*onopt)(int c, void *ctx))
 {
 	int c, fails = 0;
+	/* the short forms of this verb's own options only (start takes no -f) */
+	char shorts[16] = "+";
+	for (const struct option *o = opts; o->name && strlen(shorts) < sizeof(shorts) - 3; o++)
+		if (o->val == 'f' || o->val == 'a' || o->val == 't') {
+			size_t n = strlen(shorts);
+			shorts[n] = (char)o->val;
+			shorts[n + 1] = o->has_arg == required_argument ? ':' : '\0';
+			shorts[n + 2] = '\0';
+		}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+fat:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(help, stdout);
 			return 0;

@@ -457,7 +457,7 @@ int cmd_create(int argc, char **argv)
 	if (optind == argc - 1) {
 		if (!box_name_valid(argv[optind])) {
 			box_spec_free(&o.spec);
-			return cli_usage("create", "invalid name '%s'", argv[optind]);
+			return cli_usage("create", "invalid name '%s' (letters, digits, '-', '_', '.'; up to %d)", argv[optind], BOX_NAME_MAX);
 		}
 		o.spec.name = xstrdup(argv[optind]);
 	}
