@@ -33,6 +33,10 @@ static int take_lock(struct img_store *s, enum img_lock lock, pd_err *err)
 	if (s->lockfd < 0)
 		return pd_error(err, errno, "cannot open %s/lock", s->dir);
 	int op = lock == IMG_LOCK_EXCLUSIVE ? LOCK_EX : LOCK_SH;
+	/* gc waits for builds and imports to finish: said, not a silent hang (a progress line,
+	 * like the layer lines; the one place here that writes) */
+	if (lock == IMG_LOCK_EXCLUSIVE && flock(s->lockfd, op | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+		fprintf(stderr, "paddock: waiting for the image store (an image is being built, imported or used to start a box)\n");
 	while (flock(s->lockfd, op) < 0)
 		if (errno != EINTR)
 			return pd_error(err, errno, "cannot lock the image store %s", s->dir);
