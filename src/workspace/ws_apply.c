@@ -333,6 +333,11 @@ static int decide(struct apply *a, size_t i, int dirfd, const char *name, struct
 	/* the host entry as copied in, mode included: a chmod on the host is a change too */
 	if (ws_host_matches(dirfd, name, h, expect, true))
 		return 1;
+	/* a mode-only change carries no content of its own (the copy-in's, not staged): there is
+	 * nothing to force over a host file whose content moved on */
+	if (a->o->force && d->kind == WS_CHG_MODE)
+		return set(a, i, WS_CONFLICT, 0, "the host entry changed since copy-in and the box changed only its "
+						 "mode: nothing to force (chmod it on the host)"), 0;
 	if (a->o->force && h->kind != WS_DIR && d->box->type != WS_DIR)
 		return 1;
 	set(a, i, WS_CONFLICT, 0, h->kind == WS_DIR ? "a host directory is in the way"
