@@ -173,6 +173,31 @@ static int syn_escape(struct syn *y)
 	return 0;
 }
 
+/* The length of the UTF-8 sequence at s (n bytes left), or 0 when it is not well-formed
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	if (len == 0 || len > n)
+		return 0;
+	unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
 static int syn_string(struct syn *y)
 {
 	struct scan *sc = &y->sc;
@@ -185,6 +210,11 @@ static int syn_string(struct syn *y)
 			int r = syn_escape(y);
 			if (r < 0)
 				return r;
+		} else if (c >= 0x80) {
+			size_t len = utf8_len((const unsigned char *)sc->s + sc->i, sc->n - sc->i);
+			if (len == 0)
+				return syn_fail(y, "invalid UTF-8 in string");
+			sc->i += len;
 		} else {
 			sc->i++;
 		}

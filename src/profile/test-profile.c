@@ -119,6 +119,10 @@ static void test_syntax_errors(void **state)
 		    "t.json:1:9: invalid JSON: control character in string (escape it)");
 	parse_fails("{\"a\": \"\u00e9t\u00e9\", \"b\": tru}",
 		    "t.json:1:19: invalid JSON: expected a value");
+	/* not UTF-8: a stray byte, an overlong form, a surrogate (RFC 8259 text is UTF-8) */
+	parse_fails("{\"displayName\": \"a\xff\"}", "t.json:1:19: invalid JSON: invalid UTF-8 in string");
+	parse_fails("{\"displayName\": \"\xc0\xaf\"}", "t.json:1:18: invalid JSON: invalid UTF-8 in string");
+	parse_fails("{\"displayName\": \"\xed\xa0\x80\"}", "t.json:1:18: invalid JSON: invalid UTF-8 in string");
 	parse_fails("", "t.json:1:1: invalid JSON: unexpected end of text");
 	parse_fails("{} x", "t.json:1:4: invalid JSON: unexpected text after the end");
 	parse_fails("{\"displayName\": \"a\\u0000b\"}", "t.json:1:19: NUL character in the text");
