@@ -253,7 +253,7 @@ static int snapshot(struct wsnap *s, pd_err *err)
 	struct scan_sess sc = {0};
 	int64_t t0 = mono_ms();
 	/* no user session starts while the box is paused for this (STORE_SNAPSHOT_LOCK) */
-	_cleanup_close_ int lock = store_lock(s->box_dir, STORE_SNAPSHOT_LOCK, true);
+	_cleanup_close_ _unused_ int lock = store_lock(s->box_dir, STORE_SNAPSHOT_LOCK, true);
 	int r = scan_start(s->box_dir, s->box_path, &sc, err);
 	if (r == 0 && (r = ws_bscan_read_fd(sc.out, &lim, &now, err)) < 0)
 		r = scan_fail(&sc, r, err);
