@@ -132,5 +132,14 @@ int cmd_policy(int argc, char **argv)
 		return cli_usage("policy", "unknown policy verb '%s' (ls, allow, deny, rm)", verb);
 	if (optind != argc - 1)
 		return cli_usage("policy", "%s takes exactly one RULE", verb);
-	return edit(verb, path, argv[optind], &err) < 0 ? cli_fail(&err) : 0;
+	/* a bad rule is a usage error, said by the parser that will read it */
+	const char *rule = argv[optind];
+	if (rule[0] == '!')
+		return cli_usage("policy", "'%s': the verb says allow or deny; a rule here has no '!'", rule);
+	if (!streq(verb, "rm")) {
+		_cleanup_policy_ struct egress_policy *t = egress_policy_new();
+		if (egress_policy_add(t, rule, streq(verb, "deny"), &err) < 0)
+			return cli_usage("policy", "%s", err.msg);
+	}
+	return edit(verb, path, rule, &err) < 0 ? cli_fail(&err) : 0;
 }

@@ -25,7 +25,7 @@ int cli_net_option(const char *verb, int which, const char *arg, struct box_net 
 		return 0;
 	case 'O': /* --allow */
 	case 'P': /* --deny */
-		if (!*arg || strlen(arg) > 300 || strpbrk(arg, " \t\n/@"))
+		if (!*arg || strlen(arg) > 300 || strpbrk(arg, " \t\n/@") || arg[0] == '!')
 			return cli_usage(verb, "--%s wants a rule like host, *.suffix or host:port, got '%s'",
 					 which == 'O' ? "allow" : "deny", arg);
 		{

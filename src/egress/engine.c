@@ -49,6 +49,7 @@ struct conn {
 	bool in_body, proxy_abs;
 	int64_t body_left;
 	bool connect_reply; /* CONNECT: "200" to send once connected */
+	bool after_upgrade; /* HTTP: the last request asked for an Upgrade */
 	int64_t t0, deadline;
 	uint64_t nup, ndown;
 };
@@ -293,9 +294,14 @@ static void refuse(struct conn *c, const char *reason)
 {
 	if (!c->reason)
 		c->reason = reason;
-	if (c->kind == EGRESS_CONN_PROXY && !c->connected && !c->connect_reply) {
+	/* a proxy client gets an HTTP answer until its request is relayed or its tunnel is up
+	 * (a CONNECT whose upstream failed gets one too: curl said only "CONNECT aborted") */
+	if (c->kind == EGRESS_CONN_PROXY && !c->connected) {
 		size_t n;
-		_cleanup_free_ char *resp = egress_http_403(reason, &n);
+		/* the policy allowed it and the upstream side failed: 502, not a refusal */
+		bool upstream = c->state == S_DIAL || c->resolving || streq(reason, "connect-failed") ||
+				streq(reason, "socket-failed") || startswith(reason, "resolve");
+		_cleanup_free_ char *resp = egress_http_response(upstream ? 502 : 403, reason, &n);
 		/* what the box may still see: only the refusal */
 		c->down.len = 0;
 		buf_append(&c->down, resp, n);
@@ -437,8 +443,10 @@ static int check_tls(struct conn *c)
 	return 1;
 }
 
-/* Rewrites an absolute-form request line in the unchecked part of up to origin-form. */
-static void rewrite_origin(struct conn *c, const struct egress_httpreq *q)
+/* Rewrites an absolute-form request line in the unchecked part of up to origin-form; with
+ * add_host (an HTTP/1.0 request that named its host only in the URL) a Host header follows
+ * it, so the origin-form request is complete. */
+static void rewrite_origin(struct conn *c, const struct egress_httpreq *q, bool add_host)
 {
 	uint8_t *h = c->up.d + c->up_ok;
 	const char *eol = memchr(h, '\n', q->head_len);
@@ -447,9 +455,13 @@ static void rewrite_origin(struct conn *c, const struct egress_httpreq *q)
 	size_t line_end = (size_t)((const uint8_t *)eol - h) + 1;
 	const char *path = (const char *)h + q->path_off;
 	size_t plen = q->path_len;
-	_cleanup_free_ char *line = xasprintf("%s %s%.*s HTTP/%u.%u\r\n", q->method,
+	char port[8] = "";
+	if (q->port != 80)
+		snprintf(port, sizeof(port), ":%u", q->port);
+	_cleanup_free_ char *line = xasprintf("%s %s%.*s HTTP/%u.%u\r\n%s%s%s%s", q->method,
 					      plen == 0 || path[0] == '?' ? "/" : "", (int)plen, path,
-					      q->http_major, q->http_minor);
+					      q->http_major, q->http_minor, add_host ? "Host: " : "",
+					      add_host ? q->host : "", add_host ? port : "", add_host ? "\r\n" : "");
 	size_t nl = strlen(line), rest = c->up.len - c->up_ok - line_end;
 	buf_reserve(&c->up, nl > line_end ? nl - line_end : 0);
 	h = c->up.d + c->up_ok;
@@ -476,7 +488,7 @@ static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
 			refuse(c, "proxy-request-for-another-host");
 			return -1;
 		}
-		rewrite_origin(c, &q);
+		rewrite_origin(c, &q, c->hs.n_host == 0);
 		egress_httpreq_init(&c->hs);
 		r = egress_httpreq_feed(&c->hs, (const char *)c->up.d + c->up_ok, c->up.len - c->up_ok, &q, &why);
 		if (r != 1) {
@@ -496,12 +508,15 @@ static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
 	c->body_left = q.content_length > 0 ? q.content_length : 0;
 	c->in_body = true;
 	egress_httpreq_init(&c->hs);
-	if (q.upgrade) { /* websocket & co: the rest is not HTTP */
-		c->mode = M_RAW;
-		c->up_ok = c->up.len;
-	}
+	/* websocket & co: what follows is another protocol only if the server agreed (101),
+	 * which we do not see; so the box's next bytes decide: another HTTP request is checked
+	 * as one (an Upgrade header must not switch the Host check off for a server that
+	 * ignores it), anything else is the upgraded protocol, relayed raw */
+	c->after_upgrade = q.upgrade;
 	return 1;
 }
+
+static int looks_http(const uint8_t *d, size_t len);
 
 /* HTTP mode: vet as much of up as possible, request by request. */
 static int advance_http(struct egress_engine *e, struct conn *c)
@@ -518,6 +533,16 @@ static int advance_http(struct egress_engine *e, struct conn *c)
 			c->in_body = false;
 			continue;
 		}
+		if (c->after_upgrade) {
+			int h = looks_http(c->up.d + c->up_ok, c->up.len - c->up_ok);
+			if (h == 0)
+				return 1; /* need more to tell */
+			c->after_upgrade = false;
+			if (h < 0) {
+				c->mode = M_RAW;
+				break;
+			}
+		}
 		int r = check_http_head(e, c, false);
 		if (r <= 0)
 			return r;
@@ -527,16 +552,25 @@ static int advance_http(struct egress_engine *e, struct conn *c)
 	return 1;
 }
 
-/* Whether the stream starts like an HTTP/1.x request ("METHOD "): 1 yes, 0 need more, -1 no. */
+#define LEADING_EMPTY_MAX 64
+
+/* Whether the stream starts like an HTTP/1.x request ("METHOD "), after any empty lines a
+ * server would skip (RFC 9112 2.2: "\r\nGET ..." is a request to it, so it is one to us):
+ * 1 yes, 0 need more, -1 no. So many empty lines that only a parser can tell count as HTTP:
+ * the request parser checks them (and the head timeout ends them). */
 static int looks_http(const uint8_t *d, size_t len)
 {
-	for (size_t i = 0; i < len && i < 12; i++) {
+	size_t k = 0;
+	while (k < len && (d[k] == '\r' || d[k] == '\n'))
+		if (++k >= LEADING_EMPTY_MAX)
+			return 1;
+	for (size_t i = k; i < len && i < k + 12; i++) {
 		if (d[i] == ' ')
-			return i >= 3 ? 1 : -1;
+			return i >= k + 3 ? 1 : -1;
 		if (d[i] < 'A' || d[i] > 'Z')
 			return -1;
 	}
-	return len < 12 ? 0 : -1;
+	return len < k + 12 ? 0 : -1;
 }
 
 /* The first bytes the box sends on a connection (transparent, or inside a CONNECT tunnel):
@@ -603,7 +637,9 @@ static void proxy_head(struct egress_engine *e, struct conn *c)
 		egress_httpreq_init(&c->hs);
 		if (check_http_head(e, c, true) <= 0)
 			return;
-		advance_http(e, c);
+		/* a later pipelined request refused: the connection only drains its 403 */
+		if (advance_http(e, c) < 0 || c->state != S_HEAD)
+			return;
 	}
 	start_dial(e, c);
 }

@@ -167,6 +167,9 @@ static int parse_rule(const char *s, size_t len, bool deny, struct egress_rule *
 	}
 	if (i == len)
 		return rule_fail(e, i + 1, "empty rule");
+	const char *url = memmem(s + i, len - i, "://", 3);
+	if (url)
+		return rule_fail(e, (size_t)(url - s) + 1, "a rule is host[:port], not a URL");
 	size_t end = len, colons = 0;
 	for (size_t j = i; j < len; j++)
 		if (s[j] == ':') {

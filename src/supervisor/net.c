@@ -441,18 +441,42 @@ static int make_sock_dir(struct sup_net *n, pd_err *err)
 	return 0;
 }
 
+/* A port: 1-65535, decimal digits only. */
+static int cli_port(const char *s, uint32_t *ret)
+{
+	uint32_t v = 0;
+	if (!*s || strlen(s) > 5)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		v = v * 10 + (uint32_t)(*s - '0');
+	}
+	if (v == 0 || v > 65535)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
 int sup_net_parse_publish(const char *spec, struct in_addr *ret_host, uint16_t *ret_hp, uint16_t *ret_bp,
 			  pd_err *err)
 {
-	char host[64] = "127.0.0.1";
-	unsigned hp, bp;
-	int used = 0;
-	if (sscanf(spec, "%63[^:]:%u:%u%n", host, &hp, &bp, &used) != 3 || spec[used]) {
-		snprintf(host, sizeof(host), "127.0.0.1");
-		if (sscanf(spec, "%u:%u%n", &hp, &bp, &used) != 2 || spec[used])
-			return pd_error_msg(err, EINVAL, "-p wants [HOSTADDR:]HOSTPORT:BOXPORT, got '%s'", spec);
+	/* fields by hand: sscanf's %u takes signs and spaces and wraps past UINT_MAX */
+	const char *f[3];
+	size_t nf = 0;
+	for (const char *p = spec; nf < 3; p++) {
+		f[nf++] = p;
+		if (!(p = strchr(p, ':')))
+			break;
 	}
-	if (inet_pton(AF_INET, host, ret_host) != 1 || hp == 0 || hp > 65535 || bp == 0 || bp > 65535)
+	if (nf < 2 || (nf == 3 && strchr(f[2], ':')) || strlen(spec) > 64)
+		return pd_error_msg(err, EINVAL, "-p wants [HOSTADDR:]HOSTPORT:BOXPORT, got '%s'", spec);
+	char host[64] = "127.0.0.1";
+	if (nf == 3)
+		snprintf(host, sizeof(host), "%.*s", (int)(f[1] - f[0] - 1), f[0]);
+	uint32_t hp, bp;
+	_cleanup_free_ char *hs = xstrndup(f[nf - 2], (size_t)(f[nf - 1] - f[nf - 2] - 1));
+	if (inet_pton(AF_INET, host, ret_host) != 1 || cli_port(hs, &hp) < 0 || cli_port(f[nf - 1], &bp) < 0)
 		return pd_error_msg(err, EINVAL, "-p wants an IPv4 HOSTADDR and ports 1-65535, got '%s'", spec);
 	*ret_hp = (uint16_t)hp, *ret_bp = (uint16_t)bp;
 	return 0;
@@ -502,7 +526,9 @@ static int setup(struct sup_net *n, pd_err *err)
 	int r = sup_net_load_policy(n->spec, n->box_dir, &n->policy, err);
 	if (r == 0)
 		r = egress_resolve_map_new(n->spec->net.resolve, &n->resolve, err);
-	if (r == 0 && fakeip_pool_new((struct in_addr){htonl(VNET_FAKE_NET)}, FAKEIP_CAPACITY_DEFAULT, 0, &n->pool) < 0)
+	/* an address is reused only once the DNS answer that gave it has expired (60 s): a
+	 * flood of other names must not hand a cached address to another host (it was 0) */
+	if (r == 0 && fakeip_pool_new((struct in_addr){htonl(VNET_FAKE_NET)}, FAKEIP_CAPACITY_DEFAULT, FAKEIP_TTL_DEFAULT, &n->pool) < 0)
 		r = pd_error_msg(err, EINVAL, "cannot create the fake-IP pool");
 	if (r == 0 && (r = egress_audit_open(log, &n->audit)) < 0)
 		pd_error(err, r, "cannot open %s", log);

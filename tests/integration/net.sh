@@ -65,6 +65,32 @@ t_large_downloads_arrive_byte_exact() {
 		sh -c "$CURL --cacert '$PD_FILE_PATH' https://tls.test:$HTTPS_PORT/bytes/$n | sha256sum")
 	assert_eq "${got%% *}" "$want" "CONNECT tunnel"
 }
+# the proxy answers what an HTTP client understands: an HTTP/1.0 request that names its host
+# only in the URL is served (it got 403 bad-request), and a CONNECT whose upstream refuses
+# gets a 502 (curl said only "CONNECT aborted")
+t_proxy_answers_http10_and_upstream_failures() {
+	net_uplog_clear
+	local out
+	out=$(pd_run $(allow_up) --allow closed.test:1 --resolve closed.test=127.0.0.1 -- python3 -c "
+import socket
+def ask(b):
+    s = socket.create_connection(('198.19.0.2', 3128), 5); s.sendall(b); s.settimeout(5)
+    d = b''
+    try:
+        while True:
+            x = s.recv(4000)
+            if not x: break
+            d += x
+    except OSError:
+        pass
+    return d
+print(ask(b'GET http://up.test:$HTTP_PORT/old HTTP/1.0\r\n\r\n').split(b'\r\n')[0].decode())
+print(ask(b'CONNECT closed.test:1 HTTP/1.1\r\nHost: closed.test:1\r\n\r\n').split(b'\r\n')[0].decode())
+")
+	assert_contains "$out" " 200 OK"
+	assert_contains "$out" "502"
+	assert_contains "$(net_uplog http)" "GET /old host=up.test:$HTTP_PORT"
+}
 t_denied_name_is_nxdomain_fast() {
 	local ms rc
 	read -r ms rc < <(pd_run_ms $(allow_up) -- $CURL --noproxy '*' http://denied.test/)
