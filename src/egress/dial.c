@@ -1,6 +1,7 @@
 /* dial.c — vetting upstream addresses and the --resolve map. */
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <resolv.h>
 #include <netinet/in.h>
 #include <string.h>
 
@@ -165,6 +166,15 @@ int egress_resolve(const struct egress_resolve_map *m, const char *canon_name, u
 	if (egress_resolve_map_lookup(m, canon_name, port, ret, ret_len)) {
 		*ret_explicit = true;
 		return 0;
+	}
+	/* the name the policy allowed, as it is: never completed with the host's search domains
+	 * ("api" allowed by a wildcard must not become api.corp.example). _res is per thread:
+	 * each resolver thread sets it up once. Not exercised by a test: it needs a resolv.conf
+	 * with a search line, which the test machines lack. */
+	static __thread bool no_search;
+	if (!no_search && res_init() == 0) {
+		_res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
+		no_search = true;
 	}
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
