@@ -124,5 +124,12 @@ run_tests() {
 pd_cleanup_home() {
 	[ -n "${PADDOCK_HOME:-}" ] && [ -d "$PADDOCK_HOME" ] || return 0
 	"$PADDOCK" rm -f --all >/dev/null 2>&1 || true
+	# a run --rm's detached remover may still be emptying its renamed state directory
+	# (boxes/.gone-*): rm -rf races it once ("Directory not empty"); the next pass is clean
+	local i
+	for i in 1 2 3 4 5 6 7 8 9; do
+		rm -rf "$PADDOCK_HOME" 2>/dev/null && return 0
+		sleep 0.2
+	done
 	rm -rf "$PADDOCK_HOME"
 }
