@@ -103,34 +103,30 @@ static int remove_foreign(const char *path)
 	pd_err err = {0};
 	if (getuid() == 0 || ns_idmaps_for_caller(&m, &err) < 0 || !m.root_ok)
 		return -EPERM;
-	int go[2];
+	/* the handshake of vmdisk.c's mkfs: the child says when it has its namespace (u), the
+	 * parent writes the maps and says go (g) */
+	int go[2], done[2];
 	if (pipe2(go, O_CLOEXEC) < 0)
 		return -errno;
+	if (pipe2(done, O_CLOEXEC) < 0) {
+		close(go[0]), close(go[1]);
+		return -errno;
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
-		close(go[1]);
 		char c;
-		if (unshare(CLONE_NEWUSER) < 0)
-			_exit(1);
-		/* tell the parent to write our maps (it watches for our namespace to change) */
-		if (read(go[0], &c, 1) != 1 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		if (unshare(CLONE_NEWUSER) < 0 || write(done[1], "u", 1) != 1 || read(go[0], &c, 1) != 1 || c != 'g' ||
+		    setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
 			_exit(1);
 		_exit(rm_rf(path) < 0 ? 1 : 0);
 	}
-	close(go[0]);
+	close(go[0]), close(done[1]);
+	char c = 0;
 	int r = pid < 0 ? -errno : 0;
-	/* the child is in its own namespace once /proc/PID/ns/user differs from ours */
-	for (int i = 0; r == 0 && i < 2000; i++) {
-		char a[64], b[64];
-		_cleanup_free_ char *p = xasprintf("/proc/%d/ns/user", (int)pid);
-		ssize_t na = readlink(p, a, sizeof(a) - 1), nb = readlink("/proc/self/ns/user", b, sizeof(b) - 1);
-		if (na > 0 && nb > 0 && (a[na] = 0, b[nb] = 0, !streq(a, b)))
-			break;
-		usleep(1000);
-	}
-	if (r == 0 && (ns_idmaps_write(&m, pid, &err) < 0 || write(go[1], "g", 1) != 1))
+	if (r == 0 && (read(done[0], &c, 1) != 1 || c != 'u' || ns_idmaps_write(&m, pid, &err) < 0 ||
+		       write(go[1], "g", 1) != 1))
 		r = -EIO;
-	close(go[1]);
+	close(go[1]), close(done[0]);
 	int st = 0;
 	if (pid > 0)
 		waitpid(pid, &st, 0);

@@ -442,7 +442,7 @@ static int make_sock_dir(struct sup_net *n, pd_err *err)
 }
 
 /* A port: 1-65535, decimal digits only. */
-static int cli_port(const char *s, uint32_t *ret)
+static int parse_port(const char *s, uint32_t *ret)
 {
 	uint32_t v = 0;
 	if (!*s || strlen(s) > 5)
@@ -476,7 +476,7 @@ int sup_net_parse_publish(const char *spec, struct in_addr *ret_host, uint16_t *
 		snprintf(host, sizeof(host), "%.*s", (int)(f[1] - f[0] - 1), f[0]);
 	uint32_t hp, bp;
 	_cleanup_free_ char *hs = xstrndup(f[nf - 2], (size_t)(f[nf - 1] - f[nf - 2] - 1));
-	if (inet_pton(AF_INET, host, ret_host) != 1 || cli_port(hs, &hp) < 0 || cli_port(f[nf - 1], &bp) < 0)
+	if (inet_pton(AF_INET, host, ret_host) != 1 || parse_port(hs, &hp) < 0 || parse_port(f[nf - 1], &bp) < 0)
 		return pd_error_msg(err, EINVAL, "-p wants an IPv4 HOSTADDR and ports 1-65535, got '%s'", spec);
 	*ret_hp = (uint16_t)hp, *ret_bp = (uint16_t)bp;
 	return 0;
