@@ -58,17 +58,15 @@ int wsnap_save_paths(const struct wsnap *s, char **paths, pd_err *err)
 		memcpy(buf + len, *p, n);
 		len += n;
 	}
-	_cleanup_close_ int dfd = openat(s->box_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int r = dfd < 0 ? -errno : write_file_replace_at(dfd, name, buf, len, 0600, false);
+	int r = write_file_replace_at(s->box_fd, name, buf, len, 0600, false);
 	return r < 0 ? pd_error(err, -r, "cannot save %s", name) : 0;
 }
 
 char **wsnap_load_paths(const struct wsnap *s)
 {
 	_cleanup_free_ char *name = snap_file(s, "diff-paths"), *buf = NULL;
-	_cleanup_close_ int dfd = openat(s->box_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	size_t len = 0;
-	if (dfd < 0 || read_file_at(dfd, name, PATHS_MAX, &buf, &len) < 0 || len == 0)
+	if (read_file_at(s->box_fd, name, PATHS_MAX, &buf, &len) < 0 || len == 0)
 		return NULL;
 	char **v = NULL;
 	for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
