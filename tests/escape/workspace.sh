@@ -124,6 +124,24 @@ t_git_hooks_and_fsmonitor_are_not_applied() {
 # copy-in attack from an image: its /workspace already holds symlinks where the project has a
 # directory and a file (sub -> /etc, a.txt -> /etc/passwd); the copy replaces them (as tar -x
 # would) and writes nothing through them — on ns the supervisor writes the copy itself
+# The box hides parts of its copy from paddock's reader (unreadable, unsearchable, and a
+# readable-but-unsearchable directory) hoping they pass for deletions: apply must refuse
+# them and leave every host file of the project as it was.
+t_hidden_directories_cannot_make_apply_delete_host_files() {
+	setup_proj
+	mkdir -p "$P/hide0/x" "$P/hide644/y" && echo keep >"$P/hide0/x/f" && echo keep >"$P/hide644/y/g"
+	chmod -R a+rwX "$P"
+	pd rm -f wsx >/dev/null
+	(cd "$P" && pd create --workspace copy wsx >/dev/null)
+	pd exec wsx -- sh -c 'chmod 000 hide0 && chmod 644 hide644'
+	local out
+	out=$(pd apply --fresh wsx 2>&1) || true
+	assert_not_contains "$out" "(deleted)"
+	assert_eq "$(cat "$P/hide0/x/f" "$P/hide644/y/g")" "$(printf 'keep\nkeep')"
+	canary_unchanged
+	done_proj
+}
+
 t_image_workspace_symlinks_do_not_redirect_the_copy() {
 	# (vm: the guest's copy-in is GNU tar from the image, which a busybox image lacks)
 	pd_only ns "the supervisor's direct copy into an image box's /workspace"
