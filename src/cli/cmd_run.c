@@ -103,6 +103,7 @@ static void remove_later(const char *home, const char *dir, int link, struct box
 {
 	_cleanup_free_ char *base = xstrdup(dir);
 	_cleanup_free_ char *gone = xasprintf("%s/boxes/" STORE_GONE_PREFIX "%s-%d", home, basename(base), (int)getpid());
+	store_drop_image_use(home, basename(base));
 	bool renamed = rename(dir, gone) == 0;
 	if (!renamed)
 		store_remove(dir, NULL);

@@ -399,8 +399,29 @@ int store_list(const char *home, char ***ret_names, pd_err *err)
 	return 0;
 }
 
+void store_drop_image_use(const char *home, const char *name)
+{
+	if (!box_name_valid(name))
+		return;
+	/* The layout of image/store.h, which this module does not link. Dropped before the state
+	 * directory goes: while that exists no other box of this name can record a use, so this
+	 * never removes a newer box's record; gc meanwhile sees a use-less box (it is ending). */
+	_cleanup_free_ char *use = xasprintf("%s/images/uses/%s", home, name);
+	(void)unlink(use);
+}
+
 int store_remove(const char *box_dir, pd_err *err)
 {
+	_cleanup_free_ char *copy = xstrdup(box_dir);
+	char *slash = strrchr(copy, '/');
+	if (slash && slash > copy) {
+		*slash = '\0';
+		char *boxes = strrchr(copy, '/');
+		if (boxes && streq(boxes + 1, "boxes")) {
+			*boxes = '\0';
+			store_drop_image_use(copy, slash + 1);
+		}
+	}
 	int r = rm_rf(box_dir);
 	return r < 0 ? pd_error(err, r, "cannot remove %s", box_dir) : 0;
 }

@@ -82,7 +82,11 @@ int store_list(const char *home, char ***ret_names, pd_err *err);
  * detached process; this removes any such directory left behind (nothing uses them). */
 #define STORE_GONE_PREFIX ".gone-"
 void store_sweep_gone(const char *home);
+/* Removes a box's state directory, and first the image store's record that the box uses an
+ * image (images/uses/NAME, image/store.h), so gc may take that image's tree at once. */
 int store_remove(const char *box_dir, pd_err *err);
+/* The image-use record alone (for a state directory moved aside before its removal). */
+void store_drop_image_use(const char *home, const char *name);
 
 /* flock helpers: returns an fd holding the lock, or -errno (-EWOULDBLOCK when nonblocking). */
 int store_lock(const char *box_dir, const char *file, bool wait);
