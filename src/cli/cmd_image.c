@@ -20,6 +20,7 @@
 #include "image/vmdisk.h"
 #include "profile/profile.h"
 #include "util/fdio.h"
+#include "workspace/ws_path.h"
 #include "runtime/ns/ns_idmap.h"
 
 static void image_help(FILE *f)
@@ -182,6 +183,13 @@ static void image_defaults(struct img_store *s, const struct img_record *r, stru
 			close((int)fd);
 			spec->workdir = xstrdup(c->working_dir);
 		}
+	}
+	/* Not applied (docs/images.md): said once per box, so a command that needs that user
+	 * does not fail without a hint. The name is the image's: shown escaped. */
+	if (c->user && *c->user && spec->user && streq(spec->user, "agent")) {
+		_cleanup_free_ char *u = ws_escape_name(c->user);
+		fprintf(stderr, "paddock: note: the image's User '%s' is not applied; commands run as agent "
+				"(uid 1000), or as root with --user root\n", u);
 	}
 	char **cmd = NULL;
 	for (char **a = c->entrypoint; ret_cmd && *a; a++)

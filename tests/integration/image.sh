@@ -323,6 +323,8 @@ t_run_from_image_root_is_the_image() {
 	assert_eq "$(cat "$r/etc/hello")" "hello from layer 1"
 	[ -e "$r/etc/hello2" ] || fail "box removed a file of the stored tree"
 	assert_status 125 pd run --rm --backend ns --image nope:1 -- true
+	# ended --rm boxes leave no record that they use the image
+	assert_eq "$(ls -A "$PADDOCK_HOME/images/uses")" "" "uses/ after run --rm"
 }
 
 t_run_from_image_skeleton_symlinks_do_not_reach_the_host() {
@@ -333,13 +335,30 @@ t_run_from_image_skeleton_symlinks_do_not_reach_the_host() {
 	assert_eq "$(stat -c %a "$PADDOCK_HOME/target")" "700" "host directory mode unchanged"
 }
 
+# An image's User is not applied (docs/images.md): the box says so, with the name escaped,
+# and runs the command as agent; --user root is not told about it.
+t_image_user_is_noted_not_applied() {
+	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
+	mk layout "$PADDOCK_HOME/bb" --add-file /bin/busybox:/bin/busybox --user $'node\e[31m'
+	pd image import --name local/bbu:1 "$PADDOCK_HOME/bb" >/dev/null
+	local out
+	out=$(bb_run_img local/bbu:1 -- /bin/busybox id -u 2>&1)
+	assert_contains "$out" "the image's User 'node\\x1b[31m' is not applied"
+	assert_contains "$out" "1000"
+	out=$(bb_run_img local/bbu:1 --user root -- /bin/busybox id -u 2>&1)
+	assert_not_contains "$out" "not applied"
+	assert_eq "$out" "0"
+}
+
 t_image_of_a_box_survives_rm_and_gc() {
 	mk_bb
 	pd create --backend ns --workspace none --image local/bb:1 imgbox >/dev/null
 	pd image rm local/bb:1
 	pd image gc
 	assert_eq "$(pd exec imgbox -- /bin/busybox cat /keep/x)" "x"
+	[ -e "$PADDOCK_HOME/images/uses/imgbox" ] || fail "the box's use is not recorded"
 	pd rm -f imgbox
+	[ ! -e "$PADDOCK_HOME/images/uses/imgbox" ] || fail "rm left the box's use behind"
 	assert_contains "$(pd image gc)" "1 unpacked tree"
 	assert_eq "$(ls -A "$PADDOCK_HOME/images/rootfs")" ""
 }

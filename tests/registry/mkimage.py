@@ -124,11 +124,17 @@ def layer_evil(kind, target):
     return layer(build)
 
 
+CONFIG_USER = None  # --user: the config's User
+
+
 def config_for(diff_ids, arch="amd64"):
+    config = {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "IMAGE_TEST=1"],
+              "Cmd": ["/bin/busybox", "echo", "image-default-cmd"], "WorkingDir": "/keep"}
+    if CONFIG_USER is not None:
+        config["User"] = CONFIG_USER
     return json.dumps({
         "architecture": arch, "os": "linux",
-        "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "IMAGE_TEST=1"],
-                   "Cmd": ["/bin/busybox", "echo", "image-default-cmd"], "WorkingDir": "/keep"},
+        "config": config,
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
         "created": "2026-01-01T00:00:00Z",
     }, sort_keys=True).encode()
@@ -251,7 +257,10 @@ def main():
     ap.add_argument("--big-mb", type=int, default=0)
     ap.add_argument("--gzip", action="store_true")
     ap.add_argument("--forge", action="store_true")
+    ap.add_argument("--user")
     args = ap.parse_args()
+    global CONFIG_USER
+    CONFIG_USER = args.user
     (make_layout if args.kind == "layout" else make_docker_save)(args)
 
 
