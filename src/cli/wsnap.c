@@ -273,6 +273,7 @@ static int snapshot(struct wsnap *s, pd_err *err)
 	if (r == 0) {
 		ws_bplan_refuse_unread(&plan, &fetched);
 		ws_bscan_merge(&fetched, &plan.same, &s->box, &s->notes);
+		ws_bplan_note_moves(&plan, &s->base, &s->box, &s->notes);
 	}
 	pd_debug("snapshot: scan %lld ms (%zu entries, baseline %s), fetch %lld ms (%zu entries), %lld ms in all",
 		 (long long)(t1 - t0), now.n, have_base ? "yes" : "no", (long long)(t2 - t1), plan.n_fetch,

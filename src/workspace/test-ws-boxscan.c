@@ -7,6 +7,7 @@
 
 #include "proto/wsscan.h"
 #include "workspace/ws_boxscan.h"
+#include "workspace/ws_ignore.h"
 
 struct sbuf {
 	uint8_t *p;
@@ -372,6 +373,44 @@ static void test_keep_unchanged(void **state)
 	free(b.p);
 }
 
+/* A copied file the box moved into an ignored directory: the diff shows it deleted and its
+ * new place is kept out, so a note names both; a file that only shares the name (other size)
+ * and one deleted outright get none. */
+static void test_note_moves(void **state)
+{
+	(void)state;
+	struct ws_limits lim = WS_LIMITS_DEFAULT;
+	struct ws_manifest base = {0}, box = {0};
+	sample_base(&base); /* d/, d/a (6), d/l, top (6) */
+	struct ws_ignore *ig = ws_ignore_new();
+	assert_int_equal(ws_ignore_add_text(ig, "cache/\n", 7), 0);
+	struct sbuf b = {0};
+	put(&b, WSSCAN_DIR, "cache", NULL, 0, 9);
+	put(&b, WSSCAN_FILE, "cache/a", NULL, 6, 9);   /* d/a moved here */
+	put(&b, WSSCAN_FILE, "cache/top", NULL, 2, 9); /* same name as top, other size */
+	put(&b, WSSCAN_DIR, "d", NULL, 0, 9);
+	end(&b);
+	struct ws_bscan now = {0};
+	assert_int_equal(feed_all(&now, &b), 1);
+	struct ws_bplan p;
+	struct ws_notes notes = {0};
+	ws_bplan_make(&now, NULL, &base, ig, &lim, &p, &notes);
+	assert_int_equal(p.ignored.n, 2);
+	assert_false(fetch_has(&p, "cache/a"));
+	base_add(&box, WS_DIR, "d", NULL, 0); /* d/a, d/l and top deleted */
+	ws_bplan_note_moves(&p, &base, &box, &notes);
+	assert_int_equal(notes.n, 1);
+	assert_int_equal(notes.v[0].reason, WS_R_IGNORED);
+	assert_string_equal(notes.v[0].path, "cache/a");
+	assert_non_null(strstr(notes.v[0].detail, "'d/a'"));
+	ws_notes_free(&notes);
+	ws_bplan_free(&p);
+	ws_bscan_free(&now);
+	ws_ignore_free(ig);
+	ws_manifest_free(&base), ws_manifest_free(&box);
+	free(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_refuse_unread),
 		cmocka_unit_test(test_keep_unchanged),
+		cmocka_unit_test(test_note_moves),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

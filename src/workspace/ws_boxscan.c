@@ -232,6 +232,7 @@ void ws_bplan_free(struct ws_bplan *p)
 {
 	ws_manifest_free(&p->same);
 	ws_manifest_free(&p->unread);
+	ws_manifest_free(&p->ignored);
 	free(p->fetch);
 	*p = (struct ws_bplan){0};
 }
@@ -309,6 +310,47 @@ void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, 
 		else if (!ig || ws_manifest_find(base, r->path) ||
 			 ws_ignore_match(ig, r->path, r->kind == WSSCAN_DIR) == WS_OK)
 			add_fetch(ret, r->path, &cap);
+		else if (r->kind == WSSCAN_FILE && ret->ignored.n < WS_BPLAN_IGNORED_MAX)
+			ws_manifest_add(&ret->ignored, &(struct ws_entry){.path = r->path, .type = WS_FILE, .size = r->size});
+	}
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* by file name, then size */
+static int cmp_name_size(const void *a, const void *b)
+{
+	const struct ws_entry *x = *(const struct ws_entry *const *)a, *y = *(const struct ws_entry *const *)b;
+	int c = strcmp(base_name(x->path), base_name(y->path));
+	return c ? c : (x->size > y->size) - (x->size < y->size);
+}
+
+void ws_bplan_note_moves(const struct ws_bplan *plan, const struct ws_manifest *base, const struct ws_manifest *box,
+			 struct ws_notes *notes)
+{
+	if (!plan->ignored.n)
+		return;
+	_cleanup_free_ const struct ws_entry **by = xmalloc(plan->ignored.n * sizeof(*by));
+	for (size_t i = 0; i < plan->ignored.n; i++)
+		by[i] = &plan->ignored.v[i];
+	qsort(by, plan->ignored.n, sizeof(*by), cmp_name_size);
+	for (size_t i = 0; i < base->n; i++) {
+		const struct ws_entry *gone = &base->v[i], *key = gone, *const *hit;
+		if (gone->type != WS_FILE || ws_manifest_find(box, gone->path))
+			continue;
+		hit = bsearch(&key, by, plan->ignored.n, sizeof(*by), cmp_name_size);
+		if (!hit)
+			continue;
+		/* both names come from the box: the note shows them escaped */
+		_cleanup_free_ char *was = ws_escape_name(gone->path);
+		_cleanup_free_ char *detail = xasprintf("new here and not shown; '%s', which the box deleted, had this name "
+							"and size: apply would delete it on the host",
+							was);
+		ws_notes_add(notes, WS_R_IGNORED, (*hit)->path, detail);
 	}
 }
 

@@ -61,6 +61,7 @@ struct ws_bplan {
 	struct ws_manifest unread; /* directories the box could not read, refused (sorted) */
 	char *fetch;             /* "./PATH\0" for each entry to fetch, NUL-separated */
 	size_t fetch_len, n_fetch;
+	struct ws_manifest ignored; /* new files the ignore rules keep out: path and size (capped) */
 };
 void ws_bplan_free(struct ws_bplan *p);
 
@@ -71,6 +72,14 @@ void ws_bplan_free(struct ws_bplan *p);
 void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, const struct ws_manifest *base,
 		   const struct ws_ignore *ig, const struct ws_limits *lim, struct ws_bplan *ret,
 		   struct ws_notes *notes);
+
+/* A file the box deleted (in base, not in box) whose name and size a new file kept out by
+ * the ignore rules has (plan->ignored) was most likely moved there: notes it, so the user
+ * does not lose it to an apply that deletes it on the host while its new place is not shown.
+ * Pure. */
+#define WS_BPLAN_IGNORED_MAX 65536
+void ws_bplan_note_moves(const struct ws_bplan *plan, const struct ws_manifest *base, const struct ws_manifest *box,
+			 struct ws_notes *notes);
 
 /* What the box could not hand back, marked in fetched (sorted, and sorted again): each
  * directory its scan could not read (plan->unread) and each listed entry the stream lacks

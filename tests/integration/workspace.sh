@@ -267,6 +267,20 @@ t_ignore_rules_added_later_never_delete_copied_files() {
 	pd rm -f wsig >/dev/null
 }
 
+# A copied file the agent moves into an ignored directory reads as deleted, and its new place
+# is kept out of the diff: the diff says where it went, so the user does not lose it to apply.
+t_a_file_moved_into_an_ignored_directory_is_noted() {
+	mkproj
+	(cd "$P" && pd create wsmv >/dev/null)
+	pd exec wsmv -- sh -c 'mkdir -p node_modules/y && mv src/m.c node_modules/y/'
+	local out
+	out=$(pd diff --stat wsmv 2>&1)
+	assert_contains "$out" "D src/m.c"
+	assert_contains "$out" "note: node_modules/y/m.c"
+	assert_contains "$out" "'src/m.c', which the box deleted"
+	pd rm -f wsmv >/dev/null
+}
+
 # apply without paths applies what the last diff showed — all of it, or only the paths that
 # diff was limited to; a path that names nothing is a usage error, not a silent success
 t_apply_takes_what_a_path_limited_diff_showed() {
