@@ -168,13 +168,16 @@ int egress_resolve(const struct egress_resolve_map *m, const char *canon_name, u
 		return 0;
 	}
 	/* the name the policy allowed, as it is: never completed with the host's search domains
-	 * ("api" allowed by a wildcard must not become api.corp.example). _res is per thread:
-	 * each resolver thread sets it up once. Not exercised by a test: it needs a resolv.conf
-	 * with a search line, which the test machines lack. */
-	static __thread bool no_search;
-	if (!no_search && res_init() == 0) {
+	 * ("api" allowed by a wildcard must not become api.corp.example). _res is per thread.
+	 * res_init() reads the current resolv.conf (a laptop's DHCP changes it: the nameservers
+	 * are then current), the search options go, and RES_NORELOAD keeps getaddrinfo from
+	 * reloading the file behind our back: glibc's reload resets the options, and it does
+	 * reload when res_init() ran on options changed before (measured: the first lookup after
+	 * a change went out as api.example.test). Tested with a search line in namespaces of the
+	 * test's own (test-dial). */
+	if (res_init() == 0) {
 		_res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
-		no_search = true;
+		_res.options |= RES_NORELOAD;
 	}
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;

@@ -1,10 +1,19 @@
-/* test-dial.c — upstream address vetting and the --resolve map. */
+/* test-dial.c — upstream address vetting, the --resolve map, and resolution without the
+ * host's search domains. */
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "egress/dial.h"
@@ -82,11 +91,153 @@ static void test_resolve_map(void **state)
 	assert_int_equal(egress_resolve_map_new(bad2, &m, NULL), -EINVAL);
 }
 
+/* ---- search domains: a resolv.conf with a search line, and a DNS server that records what
+ * it is asked, in namespaces of the test's own (nothing of the host's DNS is touched) */
+
+static void put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		_exit(3);
+	close(fd);
+}
+
+/* the question's name as dotted text, or "" */
+static void qname(const uint8_t *p, size_t n, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 12; i < n && p[i] && o + p[i] + 2 < cap; i += 1 + p[i]) {
+		if (o)
+			out[o++] = '.';
+		if (i + 1 + p[i] > n)
+			break;
+		memcpy(out + o, p + i + 1, p[i]);
+		o += p[i];
+	}
+	out[o] = 0;
+}
+
+/* In the child: 0 if the names were asked as they are, each from the nameserver of the
+ * resolv.conf current at the time; 1 if a search domain was added; 77 without user
+ * namespaces. conf[0] names 127.0.0.1, conf[1] (bound over it between the lookups, as a
+ * DHCP client rewrites the file) 127.0.0.2. */
+static int search_child(char *const conf[2])
+{
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET) < 0)
+		return 77;
+	char map[64];
+	put_file("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+	put_file("/proc/self/uid_map", map);
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+	put_file("/proc/self/gid_map", map);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mount(conf[0], "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0)
+		return 77;
+	int s[2] = {socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+	struct ifreq ifr = {0};
+	strcpy(ifr.ifr_name, "lo");
+	ifr.ifr_flags = IFF_UP;
+	/* and an address that is not loopback's: getaddrinfo's AI_ADDRCONFIG asks nothing
+	 * without one */
+	struct ifreq alias = {0};
+	strcpy(alias.ifr_name, "lo:1");
+	struct sockaddr_in *ip = (struct sockaddr_in *)&alias.ifr_addr;
+	ip->sin_family = AF_INET;
+	inet_pton(AF_INET, "192.0.2.1", &ip->sin_addr);
+	if (s[0] < 0 || s[1] < 0 || ioctl(s[0], SIOCSIFFLAGS, &ifr) < 0 || ioctl(s[0], SIOCSIFADDR, &alias) < 0)
+		return 3;
+	for (int i = 0; i < 2; i++) {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53),
+					.sin_addr.s_addr = htonl(INADDR_LOOPBACK + (unsigned)i)};
+		if (bind(s[i], (struct sockaddr *)&a, sizeof(a)) < 0)
+			return 3;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct sockaddr_storage sa;
+		socklen_t len;
+		bool ex;
+		const char *why = NULL;
+		int ok = 1;
+		for (int round = 0; round < 2; round++) {
+			if (round == 1 && mount(conf[1], "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0)
+				_exit(6);
+			ok &= egress_resolve(NULL, "api", 443, &sa, &len, &ex, &why) == -ENOENT;
+			ok &= egress_resolve(NULL, "api.internal", 443, &sa, &len, &ex, &why) == -ENOENT;
+		}
+		_exit(ok ? 0 : 4);
+	}
+	bool bare[2] = {0}, dotted[2] = {0}, searched = false;
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = s[0], .events = POLLIN}, {.fd = s[1], .events = POLLIN}};
+		if (poll(pf, 2, 3000) <= 0)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (!(pf[i].revents & POLLIN))
+				continue;
+			uint8_t q[512];
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			ssize_t n = recvfrom(s[i], q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
+			if (n < 12)
+				continue;
+			char name[256];
+			qname(q, (size_t)n, name, sizeof(name));
+			bare[i] |= strcmp(name, "api") == 0;
+			dotted[i] |= strcmp(name, "api.internal") == 0;
+			searched |= strstr(name, ".test") != NULL;
+			/* NXDOMAIN for every question: the query with QR, RA and rcode 3 */
+			q[2] |= 0x80;
+			q[3] = (uint8_t)((q[3] & 0xf0) | 0x80 | 3);
+			(void)sendto(s[i], q, (size_t)n, 0, (struct sockaddr *)&from, fl);
+		}
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !bare[0] || !dotted[0] || !bare[1] || !dotted[1])
+		return 5;
+	return searched ? 1 : 0;
+}
+
+static char *resolv_conf(const char *text)
+{
+	char *path = xstrdup("/tmp/paddock-test-resolv-XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+/* An allowed name is resolved as it is: the host's "search" line never turns "api" or
+ * "api.internal" into api.example.test (a host the policy never allowed), also not after
+ * resolv.conf changed, whose new nameserver is used. */
+static void test_resolve_ignores_search_domains(void **state)
+{
+	(void)state;
+	char *conf[2] = {resolv_conf("search example.test\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n"),
+			 resolv_conf("search other.test\nnameserver 127.0.0.2\noptions timeout:1 attempts:1\n")};
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(search_child(conf));
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	for (int i = 0; i < 2; i++)
+		unlink(conf[i]), free(conf[i]);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vet),
 		cmocka_unit_test(test_resolve_map),
+		cmocka_unit_test(test_resolve_ignores_search_domains),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
