@@ -160,6 +160,8 @@ t_qemu_killed_midrun_box_recovers() {
 	local qpid
 	qpid=$(pgrep -f "paddock-qk " | head -1)
 	[ -n "$qpid" ] || fail "no QEMU process for the box"
+	# QEMU runs without transparent huge pages (a guest write must not cost the host 2 MiB)
+	assert_eq "$(awk '/^THP_enabled:/{print $2}' "/proc/$qpid/status")" "0"
 	kill -KILL "$qpid"
 	for _ in $(seq 100); do pd ls --json | grep -q '"running"' || break; sleep 0.1; done
 	assert_not_contains "$(pd ls)" "running"

@@ -47,6 +47,12 @@ static _noreturn_ void child(char *const argv[], const struct qemu_fd *fds, size
 	sigemptyset(&none);
 	if (setsid() < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
 		_exit(127);
+	/* No transparent huge pages for QEMU (inherited across exec): QEMU madvises guest RAM
+	 * MADV_HUGEPAGE, so one guest write made the host back 2 MiB, and a box restored from a
+	 * template held ~24 MB more than the pages its state carries (docs/bench.md, vm section);
+	 * the restore itself was slower too. Firecracker backs guests with 4 KiB pages by default
+	 * for the same reason. Best effort: an old kernel without it only costs memory. */
+	(void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	int null = open("/dev/null", O_RDWR);
 	/* Move every source fd above the destination range first, so no dup2 clobbers one. */
 	int high = 3 + (int)n + 64, moved[16];
