@@ -56,13 +56,12 @@ static const char *const build_env[] = {"DEBIAN_FRONTEND=noninteractive", "HOME=
  * what the built-in profiles' installs reach besides their own allowedHosts. */
 static char **build_hosts(struct img_store *s, const struct img_record *base)
 {
-	char **hosts = img_apt_source_hosts("/etc/apt");
+	char **hosts = img_apt_source_hosts("/");
 	/* the base's own apt sources (a Debian base lists security.debian.org): they only widen
 	 * the network of this build, which holds nothing of the user's (no workspace, no
-	 * forwarded environment) */
+	 * forwarded environment). Read inside the tree: the image's links cannot name host files */
 	_cleanup_free_ char *tree = img_rootfs_path(s, base->config);
-	_cleanup_free_ char *apt = xasprintf("%s/etc/apt", tree);
-	_cleanup_strv_ char **own = img_apt_source_hosts(apt);
+	_cleanup_strv_ char **own = img_apt_source_hosts(tree);
 	for (char **h = own; h && *h; h++)
 		hosts = strv_append_unique(hosts, *h);
 	return strv_append_unique(hosts, "registry.npmjs.org");

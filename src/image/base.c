@@ -3,6 +3,9 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -188,23 +191,35 @@ char **img_apt_hosts_parse(const char *text, size_t len, char **hosts)
 	return hosts;
 }
 
-static char **hosts_of_file(int dirfd, const char *name, char **hosts)
+/* path beneath rootfd, as the tree sees it */
+static int open_in_root(int rootfd, const char *path, uint64_t flags)
 {
+	struct open_how how = {.flags = flags | O_CLOEXEC | O_NOCTTY,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+	long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static char **hosts_of_file(int rootfd, const char *path, char **hosts)
+{
+	/* O_NONBLOCK: a FIFO opens at once (and is then skipped), it never waits for a writer */
+	_cleanup_close_ int fd = open_in_root(rootfd, path, O_RDONLY | O_NONBLOCK);
+	struct stat st;
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
-	if (read_file_at(dirfd, name, 1 << 20, &buf, &len) == 0)
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read_fd_all(fd, 1 << 20, &buf, &len) == 0)
 		hosts = img_apt_hosts_parse(buf, len, hosts);
 	return hosts;
 }
 
-char **img_apt_source_hosts(const char *etc_apt)
+char **img_apt_source_hosts(const char *root)
 {
 	char **hosts = NULL;
-	_cleanup_close_ int d = open(etc_apt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d < 0)
+	_cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
 		return hosts;
-	hosts = hosts_of_file(d, "sources.list", hosts);
-	int sd = openat(d, "sources.list.d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	hosts = hosts_of_file(rootfd, "etc/apt/sources.list", hosts);
+	int sd = open_in_root(rootfd, "etc/apt/sources.list.d", O_RDONLY | O_DIRECTORY);
 	DIR *dir = sd >= 0 ? fdopendir(sd) : NULL;
 	if (!dir) {
 		if (sd >= 0)
@@ -217,8 +232,10 @@ char **img_apt_source_hosts(const char *etc_apt)
 		if ((n > 5 && streq(de->d_name + n - 5, ".list")) || (n > 8 && streq(de->d_name + n - 8, ".sources")))
 			names = strv_append(names, de->d_name);
 	}
-	for (char **n = names; n && *n; n++)
-		hosts = hosts_of_file(dirfd(dir), *n, hosts);
 	closedir(dir);
+	for (char **n = names; n && *n; n++) {
+		_cleanup_free_ char *p = xasprintf("etc/apt/sources.list.d/%s", *n);
+		hosts = hosts_of_file(rootfd, p, hosts);
+	}
 	return hosts;
 }

@@ -21,6 +21,8 @@ int img_base_build(struct img_store *s, const char *name, FILE *progress, struct
  * and deb822 ("URIs: URL ...") forms, comments skipped, each name once, appended to hosts
  * (pure; tested). */
 char **img_apt_hosts_parse(const char *text, size_t len, char **hosts);
-/* The same over etc_apt/sources.list and etc_apt/sources.list.d/ *.list, *.sources (the
- * host's: what its mmdebstrap builds fetch from). */
-char **img_apt_source_hosts(const char *etc_apt);
+/* The same over etc/apt/sources.list and etc/apt/sources.list.d/ *.list, *.sources of the
+ * tree at root ("/" for the host's: what its mmdebstrap builds fetch from). Resolved with root
+ * as the root (an image's symlinks stay inside its tree, no magic links), regular files only
+ * (a FIFO or device planted by an image is skipped, never read from). */
+char **img_apt_source_hosts(const char *root);

@@ -279,6 +279,46 @@ static void test_apt_hosts(void **state)
 	assert_int_equal(strv_len(h), 5);
 }
 
+static int put_text(const char *path, const char *text)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	return fd < 0 ? -errno : fd_write_all(fd, text, strlen(text));
+}
+
+/* An image's apt sources are read inside its tree: a link to a host directory reads the
+ * tree's own path, a FIFO (which would wait for a writer) and a device are skipped. */
+static void test_apt_sources_stay_in_the_tree(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *d = tmp_home();
+	_cleanup_free_ char *host = xasprintf("%s/hostapt", d), *tree = xasprintf("%s/tree", d);
+	_cleanup_free_ char *hostlist = xasprintf("%s/sources.list", host);
+	assert_int_equal(mkdir_p(host, 0755), 0);
+	assert_int_equal(put_text(hostlist, "deb http://secret.corp.example/ x main\n"), 0);
+	_cleanup_free_ char *etc = xasprintf("%s/etc", tree), *apt = xasprintf("%s/etc/apt", tree);
+	assert_int_equal(mkdir_p(etc, 0755), 0);
+	assert_int_equal(symlink(host, apt), 0); /* absolute: the host's directory */
+	_cleanup_strv_ char **h = img_apt_source_hosts(tree);
+	assert_int_equal(strv_len(h), 0);
+	/* the same name inside the tree is what counts */
+	_cleanup_free_ char *inside = xasprintf("%s%s", tree, host);
+	assert_int_equal(mkdir_p(inside, 0755), 0);
+	_cleanup_free_ char *inlist = xasprintf("%s/sources.list", inside);
+	assert_int_equal(put_text(inlist, "deb http://tree.example/ x main\n"), 0);
+	_cleanup_free_ char *listd = xasprintf("%s/sources.list.d", inside);
+	assert_int_equal(mkdir_p(listd, 0755), 0);
+	_cleanup_free_ char *fifo = xasprintf("%s/pipe.list", listd), *dev = xasprintf("%s/null.list", listd);
+	_cleanup_free_ char *lnk = xasprintf("%s/stdin.list", listd);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	assert_int_equal(symlink("/dev/null", dev), 0);
+	assert_int_equal(symlink("/proc/self/fd/0", lnk), 0);
+	strv_free(h);
+	h = img_apt_source_hosts(tree);
+	assert_int_equal(strv_len(h), 1);
+	assert_string_equal(h[0], "tree.example");
+	assert_int_equal(rm_rf(d), 0);
+}
+
 /* The store is its owner's only, whoever made its directory and however open they left it:
  * host root's trees keep set-user-ID files. */
 static void test_store_private(void **state)
@@ -385,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_base_url),
 		cmocka_unit_test(test_default_name),
 		cmocka_unit_test(test_apt_hosts),
+		cmocka_unit_test(test_apt_sources_stay_in_the_tree),
 		cmocka_unit_test(test_store_private),
 		cmocka_unit_test(test_vmdisk_size),
 		cmocka_unit_test(test_tree_clone),
