@@ -73,9 +73,15 @@ char *img_registry_base_url(const char *registry, const char *mirror, pd_err *er
 		if (!http && !startswith(mirror, "https://"))
 			return pd_error_msg(err, EINVAL, "registry mirror '%s' is not an http(s) URL", mirror), NULL;
 		const char *host = mirror + (http ? 7 : 8);
-		_cleanup_free_ char *hp = xstrndup(host, strcspn(host, "/"));
+		_cleanup_free_ char *hp = xstrndup(host, strcspn(host, "/?#"));
 		if (!*hp)
 			return pd_error_msg(err, EINVAL, "registry mirror '%s' names no host", mirror), NULL;
+		/* a name or address and a port, nothing else: "http://localhost:1@example.com" is
+		 * example.com to curl, and must not pass the loopback check below as localhost */
+		if (hp[strspn(hp, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]")] || host[strlen(hp)] == '?' ||
+		    host[strlen(hp)] == '#')
+			return pd_error_msg(err, EINVAL, "registry mirror '%s': give scheme://host[:port][/path], without user@, query or fragment",
+					    mirror), NULL;
 		if (http && !img_registry_is_loopback(hp))
 			return pd_error_msg(err, EINVAL, "registry mirror '%s': plain http only to a loopback address; use https", mirror), NULL;
 		char *u = xstrdup(mirror);

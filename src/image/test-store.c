@@ -224,6 +224,16 @@ static void test_base_url(void **state)
 	assert_null(img_registry_base_url("docker.io", "http://mirror.example.com", &err));
 	assert_null(img_registry_base_url("docker.io", "ftp://x", &err));
 	assert_null(img_registry_base_url("docker.io", "https://", &err));
+	/* userinfo makes curl's host the part after '@': never a loopback bypass, nor accepted */
+	assert_null(img_registry_base_url("docker.io", "http://localhost:1@deb.debian.org", &err));
+	assert_null(img_registry_base_url("docker.io", "http://127.0.0.1:1@example.com/v2", &err));
+	assert_null(img_registry_base_url("docker.io", "https://user@mirror.example.com", &err));
+	assert_null(img_registry_base_url("docker.io", "http://127.0.0.1?@example.com", &err));
+	assert_null(img_registry_base_url("docker.io", "http://127.0.0.1#@example.com", &err));
+	assert_null(img_registry_base_url("docker.io", "http://127.0.0.1\\@example.com", &err));
+	u = img_registry_base_url("docker.io", "https://mirror.example.com:8443/dockerhub/", &err);
+	assert_string_equal(u, "https://mirror.example.com:8443/dockerhub");
+	free(u);
 	u = img_registry_base_url("docker.io", "https://mirror.example.com", &err);
 	assert_string_equal(u, "https://mirror.example.com");
 	free(u);
