@@ -154,6 +154,19 @@ static bool is_hex(char c)
 	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
 }
 
+/* the four hex digits at s[i], or above 0xffff when they are not */
+static unsigned hex4(const struct scan *sc, size_t i)
+{
+	unsigned v = 0;
+	for (size_t k = 0; k < 4; k++) {
+		if (i + k >= sc->n || !is_hex(sc->s[i + k]))
+			return 0x10000;
+		char c = sc->s[i + k];
+		v = v * 16 + (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	return v;
+}
+
 static int syn_escape(struct syn *y)
 {
 	struct scan *sc = &y->sc;
@@ -166,9 +179,19 @@ static int syn_escape(struct syn *y)
 	}
 	if (sc->s[sc->i] != 'u')
 		return syn_fail(y, "invalid escape in string");
-	for (size_t k = 1; k <= 4; k++)
-		if (sc->i + k >= sc->n || !is_hex(sc->s[sc->i + k]))
-			return syn_fail(y, "invalid \\u escape in string");
+	unsigned v = hex4(sc, sc->i + 1);
+	if (v > 0xffff)
+		return syn_fail(y, "invalid \\u escape in string");
+	/* UTF-16 surrogates come in pairs (cJSON refuses a lone one, without saying where) */
+	if (v >= 0xdc00 && v <= 0xdfff)
+		return syn_fail(y, "a \\u escape of a low surrogate without a high one before it");
+	if (v >= 0xd800 && v <= 0xdbff) {
+		size_t j = sc->i + 5;
+		unsigned lo = j + 1 < sc->n && sc->s[j] == '\\' && sc->s[j + 1] == 'u' ? hex4(sc, j + 2) : 0x10000;
+		if (lo < 0xdc00 || lo > 0xdfff)
+			return syn_fail(y, "a \\u escape of a high surrogate without a low one after it");
+		sc->i += 6;
+	}
 	sc->i += 5;
 	return 0;
 }

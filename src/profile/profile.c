@@ -172,6 +172,18 @@ static int check_container_path(const struct pctx *c, const cJSON *v, const char
 	for (const char *p = s; (p = strstr(p, "/..")); p += 3)
 		if (p[3] == '\0' || p[3] == '/')
 			return fail(c, v, false, path, "\"%.64s\" contains \"..\"", s);
+	/* what every backend will refuse at run time, said here with the place */
+	if (!box_target_path_valid(s))
+		return fail(c, v, false, path,
+			    "\"%.64s\" must be a normalised absolute path, not \"/\" and outside /proc, /dev and /sys", s);
+	return 0;
+}
+
+static int check_host_path(const struct pctx *c, const cJSON *v, const char *path)
+{
+	const char *s = v->valuestring;
+	if (s[0] != '/' && !streq(s, "~") && !startswith(s, "~/"))
+		return fail(c, v, false, path, "\"%.64s\" must be an absolute path or start with \"~/\"", s);
 	return 0;
 }
 
@@ -244,7 +256,7 @@ static int mount_member(const struct pctx *c, const cJSON *k, const char *path,
 	char sub[256];
 	path_key(sub, sizeof(sub), path, k->string);
 	if (streq(k->string, "hostPath"))
-		return get_string(c, k, sub, check_nonempty, &m->host_path);
+		return get_string(c, k, sub, check_host_path, &m->host_path);
 	if (streq(k->string, "containerPath"))
 		return get_string(c, k, sub, check_container_path, &m->container_path);
 	if (streq(k->string, "readOnly")) {
@@ -337,6 +349,8 @@ static int parse_member(const struct pctx *c, const cJSON *k, struct profile *p)
 		break;
 	case PROFILE_LAUNCH_COMMAND:
 		r = get_strv(c, k, key, NULL, &p->launch_command);
+		if (r == 0 && (!p->launch_command[0] || !p->launch_command[0][0]))
+			r = fail(c, k, false, key, "must name a program");
 		break;
 	case PROFILE_ENVIRONMENT:
 		r = get_strv(c, k, key, check_env, &p->environment);

@@ -126,6 +126,25 @@ static void test_syntax_errors(void **state)
 	parse_fails("", "t.json:1:1: invalid JSON: unexpected end of text");
 	parse_fails("{} x", "t.json:1:4: invalid JSON: unexpected text after the end");
 	parse_fails("{\"displayName\": \"a\\u0000b\"}", "t.json:1:19: NUL character in the text");
+	/* what would fail every run is refused here, with its place */
+	parse_fails("{\"launchCommand\": []}", "t.json:1:19: launchCommand: must name a program");
+	parse_fails("{\"launchCommand\": [\"\"]}", "t.json:1:19: launchCommand: must name a program");
+	parse_fails("{\"mounts\": [{\"hostPath\": \"rel/x\", \"containerPath\": \"/x\"}]}",
+		    "t.json:1:26: mounts[0].hostPath: \"rel/x\" must be an absolute path or start with \"~/\"");
+	parse_fails("{\"mounts\": [{\"hostPath\": \"~/x\", \"containerPath\": \"/\"}]}",
+		    "t.json:1:50: mounts[0].containerPath: \"/\" must be a normalised absolute path, not \"/\" and outside /proc, /dev and /sys");
+	parse_fails("{\"mounts\": [{\"hostPath\": \"/x\", \"containerPath\": \"/proc/1\"}]}",
+		    "t.json:1:49: mounts[0].containerPath: \"/proc/1\" must be a normalised absolute path, not \"/\" and outside /proc, /dev and /sys");
+	/* escaped UTF-16 surrogates must pair (cJSON refuses a lone one without saying where) */
+	parse_fails("{\"x\": \"\\ud800\"}", "t.json:1:9: invalid JSON: a \\u escape of a high surrogate without a low one after it");
+	parse_fails("{\"x\": \"\\ud800\\u0041\"}", "t.json:1:9: invalid JSON: a \\u escape of a high surrogate without a low one after it");
+	parse_fails("{\"x\": \"a\\udc00\"}", "t.json:1:10: invalid JSON: a \\u escape of a low surrogate without a high one before it");
+	struct profile *ok = NULL;
+	pd_err e2 = {0};
+	static const char pair[] = "{\"displayName\": \"\\ud83d\\ude00\"}";
+	assert_int_equal(profile_parse(pair, strlen(pair), "t.json", "t", &ok, NULL, &e2), 0);
+	assert_string_equal(ok->display_name, "\xf0\x9f\x98\x80");
+	profile_free(ok);
 	struct profile *p = NULL;
 	pd_err err = { 0 };
 	assert_int_equal(profile_parse("{}\0{}", 5, "t.json", "t", &p, NULL, &err), -EINVAL);

@@ -146,3 +146,17 @@ char **strv_copy(char *const *v)
 		r[i] = xstrdup(v[i]);
 	return r;
 }
+
+bool box_target_path_valid(const char *path)
+{
+	if (!path || path[0] != '/' || path[1] == '\0' || strlen(path) >= PATH_MAX)
+		return false;
+	for (const char *c = path; *c;) {
+		c++; /* skip the '/' */
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += n;
+	}
+	return !path_under(path, "/proc") && !path_under(path, "/dev") && !path_under(path, "/sys");
+}

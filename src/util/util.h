@@ -74,6 +74,15 @@ void hex_encode(const uint8_t *in, size_t n, char *out);
 int hex_decode(const char *hex, uint8_t *out, size_t n);
 
 static inline bool streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
+/* path equals dir or lies beneath it ("/proc/x" is under "/proc", "/procx" is not) */
+static inline bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+/* A path a box may have something mounted or copied at: absolute, normalised (no empty, "."
+ * or ".." component, no trailing '/'), not "/" itself and not in /proc, /dev or /sys. */
+bool box_target_path_valid(const char *path);
 static inline bool startswith(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

@@ -119,24 +119,9 @@ bool ns_name_valid(const char *name)
 	return true;
 }
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 bool ns_box_path_valid(const char *path)
 {
-	if (!path || path[0] != '/' || path[1] == '\0' || strlen(path) >= PATH_MAX)
-		return false;
-	for (const char *c = path; *c;) {
-		c++; /* skip the '/' */
-		size_t n = strcspn(c, "/");
-		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-			return false;
-		c += n;
-	}
-	return !under(path, "/proc") && !under(path, "/dev") && !under(path, "/sys");
+	return box_target_path_valid(path);
 }
 
 int ns_fail(struct ns_report *rep, enum ns_layer layer, int code, const char *fmt, ...)
