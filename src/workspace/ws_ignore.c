@@ -110,6 +110,9 @@ void ws_ignore_add_defaults(struct ws_ignore *ig)
 {
 	static const char *const defaults[] = {
 		".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "id_ecdsa*", "id_dsa*",
+		/* the credential stores of curl/ftp/git (netrc), git's store helper, npm and PyPI
+		 * (registry tokens): `!.npmrc` in .paddockignore brings a token-free one back */
+		".netrc", "_netrc", ".git-credentials", ".npmrc", ".pypirc",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(defaults); i++) {
 		_cleanup_free_ char *l = xstrdup(defaults[i]);
