@@ -184,6 +184,20 @@ int cli_apply_workspace(struct box_opts *o, pd_err *err)
 		return pd_error(err, errno, "cannot use '%s' as the project directory", dir);
 	if (streq(real, "/"))
 		return pd_error_msg(err, EINVAL, "refusing to use / as the project directory");
+	char home[PATH_MAX];
+	const char *h = getenv("HOME");
+	if (streq(o->workspace, "copy") && h && realpath(h, home) && streq(real, home))
+		return pd_error_msg(err, EINVAL, "refusing to copy your home directory (%s) into the box: its secrets "
+				  "would go with it; use a project directory, or --workspace ro|rw to show it", real);
+	/* A -v at or under the project's places in the box (/workspace, its host path), or above
+	 * the host path, would take the copy-in's writes (and the host-path link) into that host
+	 * directory instead of the box */
+	for (size_t i = 0; i < o->spec.n_binds; i++) {
+		const char *b = o->spec.binds[i].box;
+		if (path_under(b, "/workspace") || path_under(b, real) || path_under(real, b))
+			return pd_error_msg(err, EINVAL, "-v ...:%s overlaps the project's place in the box (/workspace, %s); "
+					  "mount it elsewhere", b, real);
+	}
 	o->spec.project = xstrdup(real);
 	if (streq(o->workspace, "copy")) {
 		/* copied in at boot (src/supervisor/wsbox.c); sessions start in the copy */

@@ -267,6 +267,20 @@ t_ignore_rules_added_later_never_delete_copied_files() {
 	pd rm -f wsig >/dev/null
 }
 
+# A -v at or under the project's places in the box would take the copy-in's writes into that
+# host directory: refused as a usage error, nothing written; home is never copied wholesale.
+t_binds_over_the_workspace_are_refused() {
+	mkproj
+	mkdir -p "$PADDOCK_HOME/hostdir"
+	local b
+	for b in /workspace /workspace/cache "$P" "$P/src" "$(dirname "$P")"; do
+		(cd "$P" && assert_status 2 pd run --rm -v "$PADDOCK_HOME/hostdir:$b" -- true)
+	done
+	assert_eq "$(ls -A "$PADDOCK_HOME/hostdir")" "" "nothing written into the host directory"
+	(cd "$P" && HOME=$P assert_status 2 pd run --rm -w "$P" -- true)
+	(cd "$P" && assert_status 0 pd run --rm -v "$PADDOCK_HOME/hostdir:/data" -- true)
+}
+
 # A copied file the agent moves into an ignored directory reads as deleted, and its new place
 # is kept out of the diff: the diff says where it went, so the user does not lose it to apply.
 t_a_file_moved_into_an_ignored_directory_is_noted() {
