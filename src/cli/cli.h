@@ -38,6 +38,9 @@ int cmd_image(int argc, char **argv);
 int cli_usage(const char *verb, const char *fmt, ...) _printf_(2, 3);
 /* Prints the error once; returns EXIT_FAILURE_PD. */
 int cli_fail(const pd_err *err);
+/* 0, or a usage error (printed, EXIT_USAGE) when a command cannot cross the control protocol:
+ * an empty name, an argument over PROTO_MAX_STR, more than PROTO_MAX_ARGS arguments. */
+int cli_check_command(const char *verb, char *const *cmd);
 
 /* Parsers for option values (pure). Return 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *ret);

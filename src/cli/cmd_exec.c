@@ -105,7 +105,9 @@ int cmd_exec(int argc, char **argv)
 		return cli_usage("exec", "what command? (paddock exec NAME -- CMD...)");
 	}
 	_cleanup_strv_ char **cmd = strv_copy(argv + optind);
-	r = exec_in(name, &o, cmd);
+	r = cli_check_command("exec", cmd);
+	if (r == 0)
+		r = exec_in(name, &o, cmd);
 	strv_free(o.env);
 	return r;
 }

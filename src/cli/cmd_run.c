@@ -409,6 +409,10 @@ int cmd_run(int argc, char **argv)
 	pd_err err = {0};
 	_cleanup_free_ char *home = NULL;
 	_cleanup_strv_ char **cmd = optind < argc ? strv_copy(argv + optind) : NULL;
+	if ((r = cli_check_command("run", cmd)) != 0) {
+		box_spec_free(&o.spec);
+		return r;
+	}
 	o.spec.rm = o.rm;
 	if (cli_apply_workspace(&o, &err) < 0) {
 		box_spec_free(&o.spec);

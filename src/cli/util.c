@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "proto/proto.h"
 
 int cli_usage(const char *verb, const char *fmt, ...)
 {
@@ -16,6 +17,20 @@ int cli_usage(const char *verb, const char *fmt, ...)
 	fprintf(stderr, "\nTry 'paddock %s%s--help'.\n", verb ? verb : "", verb ? " " : "");
 	va_end(ap);
 	return EXIT_USAGE;
+}
+
+int cli_check_command(const char *verb, char *const *cmd)
+{
+	size_t n = 0;
+	for (char *const *a = cmd; a && *a; a++, n++)
+		if (strlen(*a) >= PROTO_MAX_STR)
+			return cli_usage(verb, "argument %zu of the command is %zu bytes; at most %u fit (pass more through a file or stdin)",
+					 n + 1, strlen(*a), PROTO_MAX_STR - 1);
+	if (n > PROTO_MAX_ARGS)
+		return cli_usage(verb, "the command has %zu arguments; at most %u fit", n, PROTO_MAX_ARGS);
+	if (n && !cmd[0][0])
+		return cli_usage(verb, "the command's name is empty");
+	return 0;
 }
 
 int cli_fail(const pd_err *err)

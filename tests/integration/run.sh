@@ -31,7 +31,15 @@ t_usage_errors_exit_2() {
 		# shellcheck disable=SC2086
 		assert_status 2 pd run --rm --workspace none $v -- true
 	done
+	# a command the control protocol cannot carry is a usage error, said before anything is made
+	local big
+	big=$(head -c 70000 /dev/zero | tr '\0' a)
+	assert_status 2 pd run --rm --workspace none -- ''
+	assert_status 2 pd run --rm --workspace none -- echo "$big"
+	# shellcheck disable=SC2046
+	assert_status 2 pd run --rm --workspace none -- echo $(seq 5000)
 	[ -z "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" ] || fail "a refused run left a box: $(ls "$PADDOCK_HOME/boxes")"
+	assert_eq "$(pd run --rm --workspace none -- sh -c 'echo ${#1}' x "${big:0:65535}")" "65535"
 }
 t_stdout_and_stderr_kept_apart() {
 	local out err
