@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "runtime/ns/ns.h"
 #include "supervisor/supervisor.h"
 
 enum {
@@ -142,6 +143,12 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 		free(o->spec.backend);
 		o->spec.backend = xstrdup(runtime_by_name("auto", NULL)->name);
 	}
+	/* on ns the box's files live in its memory (ns_disk_cap): say so when --disk asks more */
+	uint64_t mem = o->spec.memory ? o->spec.memory : NS_DEFAULT_MEMORY;
+	if (streq(o->spec.backend, "ns") && o->spec.disk && ns_disk_cap(o->spec.disk, mem) < o->spec.disk)
+		fprintf(stderr, "paddock: note: on the ns backend the box's files live in its memory: --disk is %llu MiB "
+				"at --memory %llu MiB (raise --memory for more)\n",
+			(unsigned long long)(ns_disk_cap(o->spec.disk, mem) >> 20), (unsigned long long)(mem >> 20));
 	return 0;
 }
 

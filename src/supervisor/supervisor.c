@@ -412,7 +412,9 @@ static void save_final_state(struct sup *s)
 {
 	struct box_state st;
 	store_load_state(s->box_dir, &st);
-	st.status = BOX_STATUS_STOPPED;
+	/* an init that exits unasked died (killed: the OOM killer, a crash): its box did not
+	 * stop cleanly and nothing of it was saved, so it reads "dead", never "stopped" */
+	st.status = s->stopping ? BOX_STATUS_STOPPED : BOX_STATUS_DEAD;
 	st.stopped = time(NULL);
 	st.last_exit = s->last_exit;
 	store_save_state(s->box_dir, &st, NULL);
@@ -452,7 +454,12 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 	box_shutdown(&s.box, false, 0);
 	sup_net_stop(net);
 	save_final_state(&s);
-	fprintf(stderr, "paddock supervisor: sandbox %s %s\n", s.spec.name, s.stopping ? "stopped" : "exited");
+	if (s.stopping)
+		fprintf(stderr, "paddock supervisor: sandbox %s stopped\n", s.spec.name);
+	else
+		fprintf(stderr, "paddock supervisor: sandbox %s died: its init exited unasked (killed by the kernel's "
+				"OOM killer when the box's files and processes outgrow --memory, or crashed)\n",
+			s.spec.name);
 	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
 		if (s.clients[i])
 			client_close(&s, i);

@@ -84,6 +84,40 @@ t_supervisor_sigkill_leaves_a_consistent_ls() {
 	# and its cgroup, which the killed supervisor could not remove, is gone too
 	assert_eq "$(cgroups_at "$leaf")" ""
 }
+# A box whose init dies unasked (here: killed from the host; in life, the OOM killer) reads
+# "dead", not "stopped", its log says why, and it starts again.
+t_init_killed_unasked_reads_dead() {
+	pd_only ns "the box's init is a host process here (vm: qemu_killed_midrun_box_recovers)"
+	pd create k2 >/dev/null
+	local spid c killed=0
+	spid=$(pd ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='k2'][0]['supervisor_pid'])")
+	for c in $(pgrep -P "$spid"); do
+		if grep -Eq '^NSpid:.*[[:space:]]1$' "/proc/$c/status"; then kill -KILL "$c"; killed=1; fi
+	done
+	[ "$killed" = 1 ] || fail "no init process of the box found under its supervisor"
+	for _ in $(seq 100); do [ "$(status_of k2)" = dead ] && break; sleep 0.05; done
+	assert_eq "$(status_of k2)" "dead"
+	assert_contains "$(pd logs k2)" "died: its init exited unasked"
+	pd start k2
+	assert_eq "$(pd exec k2 -- echo back)" "back"
+	pd rm -f k2
+}
+
+# On ns the box's files live in its memory: a disk asked larger than the memory can hold is
+# capped, so filling it is ENOSPC for the writer, never an out-of-memory kill of the box.
+t_a_full_disk_is_enospc_and_the_box_lives() {
+	pd_only ns "the disk is tmpfs only on ns"
+	local out
+	out=$(pd create --memory 256M --disk 2G k3 2>&1)
+	assert_contains "$out" "--disk is 128 MiB at --memory 256 MiB"
+	out=$(pd exec k3 -- sh -c 'echo keep >/tmp/keep; head -c 300M /dev/zero >/tmp/fill; echo "rc=$?"' 2>&1)
+	assert_contains "$out" "No space left on device"
+	assert_contains "$out" "rc=1"
+	assert_eq "$(pd exec k3 -- cat /tmp/keep)" "keep"
+	assert_eq "$(status_of k3)" "running"
+	pd rm -f k3
+}
+
 # `run --rm` killed with SIGKILL (its supervisor is the CLI process), at start-up and later:
 # nothing of the box runs on (a setup child once held the supervisor's end of its go-ahead
 # socket and waited forever: 9 of 30 early kills as an ordinary user), and `rm` removes the

@@ -60,6 +60,10 @@ struct ns_limits {
 	uint64_t disk;        /* bytes of the box's writable tmpfs */
 };
 void ns_limits_from_cfg(const struct box_config *cfg, struct ns_limits *ret);
+/* The box's writable tmpfs is charged to its memory: at most the memory limit less /dev/shm's
+ * quarter and a reserve for processes (a quarter, 64 MiB..512 MiB), so a full disk is ENOSPC
+ * and never an out-of-memory kill. Pure. */
+uint64_t ns_disk_cap(uint64_t disk, uint64_t memory);
 
 /* Box names double as hostnames and cgroup directory names: 1..63 of [A-Za-z0-9_.-], first
  * character alphanumeric. */

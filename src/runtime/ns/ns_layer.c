@@ -90,13 +90,28 @@ unsigned ns_fail_mask_from_cfg(const struct box_config *cfg)
 	return ns_fail_mask_parse(cfg->test_fail_layer);
 }
 
+uint64_t ns_disk_cap(uint64_t disk, uint64_t memory)
+{
+	uint64_t shm = memory / 4, reserve = memory / 4;
+	if (reserve < (64u << 20))
+		reserve = 64u << 20;
+	if (reserve > (512u << 20))
+		reserve = 512u << 20;
+	uint64_t cap = memory > shm + reserve + (16u << 20) ? memory - shm - reserve : 16u << 20;
+	return disk < cap ? disk : cap;
+}
+
 void ns_limits_from_cfg(const struct box_config *cfg, struct ns_limits *ret)
 {
+	uint64_t memory = cfg->memory ? cfg->memory : NS_DEFAULT_MEMORY;
 	*ret = (struct ns_limits){
-		.memory = cfg->memory ? cfg->memory : NS_DEFAULT_MEMORY,
+		.memory = memory,
 		.pids = cfg->pids ? cfg->pids : NS_DEFAULT_PIDS,
 		.cpus_milli = cfg->cpus_milli,
-		.disk = cfg->disk ? cfg->disk : NS_DEFAULT_DISK,
+		/* the box's files live in tmpfs, charged to its memory cgroup: written past the
+		 * memory limit they would make the OOM killer take the box's processes (its init
+		 * too) instead of the writer getting ENOSPC */
+		.disk = ns_disk_cap(cfg->disk ? cfg->disk : NS_DEFAULT_DISK, memory),
 	};
 }
 

@@ -51,11 +51,18 @@ static void test_limits(void **state)
 	struct box_config cfg = {0};
 	struct ns_limits l;
 	ns_limits_from_cfg(&cfg, &l);
-	assert_true(l.memory == NS_DEFAULT_MEMORY && l.pids == NS_DEFAULT_PIDS && l.disk == NS_DEFAULT_DISK);
+	/* the default disk (2 GiB) is capped by the default memory (2 GiB): less /dev/shm's
+	 * quarter and the 512 MiB reserve */
+	assert_true(l.memory == NS_DEFAULT_MEMORY && l.pids == NS_DEFAULT_PIDS && l.disk == (UINT64_C(1) << 30));
 	assert_int_equal(l.cpus_milli, 0);
 	cfg = (struct box_config){.memory = 1 << 20, .pids = 7, .disk = 3 << 20, .cpus_milli = 1500};
 	ns_limits_from_cfg(&cfg, &l);
 	assert_true(l.memory == 1 << 20 && l.pids == 7 && l.disk == 3 << 20 && l.cpus_milli == 1500);
+	/* a disk larger than the memory can hold is capped: 512 MiB - 128 (shm) - 128 (reserve) */
+	assert_true(ns_disk_cap(UINT64_C(2) << 30, UINT64_C(512) << 20) == UINT64_C(256) << 20);
+	assert_true(ns_disk_cap(UINT64_C(100) << 20, UINT64_C(512) << 20) == UINT64_C(100) << 20);
+	assert_true(ns_disk_cap(UINT64_C(64) << 30, UINT64_C(8) << 30) == (UINT64_C(8) << 30) - (UINT64_C(2) << 30) - (UINT64_C(512) << 20));
+	assert_true(ns_disk_cap(UINT64_C(1) << 30, UINT64_C(32) << 20) == UINT64_C(16) << 20);
 }
 
 static void test_names(void **state)
