@@ -79,8 +79,15 @@ static int stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force,
 		return 0;
 	if (st.supervisor_pid > 1)
 		kill(st.supervisor_pid, SIGKILL);
-	if (wait_supervisor_gone(dir, 5000))
+	if (wait_supervisor_gone(dir, 5000)) {
+		/* a killed supervisor removes no cgroup: the box's processes die with it (their
+		 * parent-death signal), then their cgroup is empty and goes here */
+		_cleanup_free_ char *base = xstrdup(dir);
+		_cleanup_free_ char *leaf = ns_cgroup_leaf(basename(base), dir);
+		for (int i = 0; i < 100 && !ns_cgroup_remove_stale(leaf); i++)
+			usleep(20000);
 		return 0;
+	}
 	return pd_error_msg(err, ETIMEDOUT, "the sandbox's supervisor (pid %d) did not exit", (int)st.supervisor_pid);
 }
 

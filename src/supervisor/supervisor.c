@@ -20,8 +20,10 @@
 #include "util/fdio.h"
 #include "util/log.h"
 
-#define SUP_MAX_CLIENTS 64
 #define SUP_MAX_SESSIONS 256
+/* one connection per exec/shell/attach, plus room for the lifecycle verbs (stop, diff) while
+ * every session is taken */
+#define SUP_MAX_CLIENTS (SUP_MAX_SESSIONS + 16)
 #define SUP_HIGH_WATER (8u << 20)
 
 struct sup_client {
@@ -240,7 +242,12 @@ static void accept_client(struct sup *s)
 		s->clients[i] = c;
 		return;
 	}
-	close(fd); /* too many clients */
+	/* too many clients: said in place of the greeting (the client reports it), then closed */
+	struct proto_buf b = {0};
+	proto_encode_error(&b, EBUSY, "too many connections to this sandbox; retry when some have ended");
+	(void)proto_send(fd, PROTO_ERROR, 0, 0, b.data, (uint32_t)b.len);
+	proto_buf_free(&b);
+	close(fd);
 }
 
 static void pump_client(struct sup *s, int idx)
@@ -378,18 +385,22 @@ int sup_connect(const char *box_dir, pd_err *err)
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		return pd_error(err, errno, "cannot connect to the sandbox's supervisor");
-	uint8_t buf[PROTO_HDR_SIZE + 64];
+	uint8_t buf[PROTO_HDR_SIZE + 256];
 	uint8_t hdr[PROTO_HDR_SIZE];
 	struct proto_frame f;
 	uint16_t ma, mi;
 	int r = fd_read_exact(fd, hdr, PROTO_HDR_SIZE);
-	if (r == 0 && (proto_decode_hdr(hdr, &f.hdr) < 0 || f.hdr.len > 64))
+	if (r == 0 && (proto_decode_hdr(hdr, &f.hdr) < 0 || f.hdr.len > 256))
 		r = -EPROTO;
 	if (r == 0) {
 		memcpy(buf, hdr, PROTO_HDR_SIZE);
 		r = fd_read_exact(fd, buf + PROTO_HDR_SIZE, f.hdr.len);
 		f.payload = buf + PROTO_HDR_SIZE;
 	}
+	int code;
+	const char *msg;
+	if (r == 0 && f.hdr.type == PROTO_ERROR && proto_decode_error(&f, &code, &msg) == 0)
+		return pd_error_msg(err, code ? code : EBUSY, "the sandbox's supervisor refused the connection: %s", msg);
 	if (r == 0 && (proto_decode_hello(&f, &ma, &mi) < 0 || ma != PROTO_VERSION_MAJOR))
 		r = -EPROTO;
 	if (r == 0)

@@ -189,6 +189,27 @@ t_concurrent_execs_on_one_box() {
 	for p in "${pids[@]}"; do wait "$p" || fail "a concurrent exec failed"; done
 	pd rm -f c1
 }
+# More sessions at once than the supervisor once took connections (64), and a stop while they
+# all run: every exec is served, stop ends them, nothing of the box's cgroups is left.
+t_eighty_execs_at_once_and_a_stop() {
+	pd create c2 >/dev/null
+	local i pids=() st=0
+	for i in $(seq 80); do
+		pd exec c2 -- sleep 20 2>>"$PADDOCK_HOME/exec-errors" &
+		pids+=($!)
+	done
+	local count='cat /proc/[0-9]*/comm 2>/dev/null | grep -c "^sleep$"'
+	for _ in $(seq 300); do [ "$(pd exec c2 -- sh -c "$count")" = 80 ] && break; sleep 0.1; done
+	assert_eq "$(pd exec c2 -- sh -c "$count")" "80"
+	pd stop c2
+	for p in "${pids[@]}"; do wait "$p" || st=$?; done
+	assert_eq "$st" "143" "the execs end with their command's SIGTERM"
+	assert_eq "$(cat "$PADDOCK_HOME/exec-errors")" ""
+	local leaf
+	leaf=$(cgroup_leaf c2)
+	pd rm c2
+	assert_eq "$(cgroups_at "$leaf")" ""
+}
 t_concurrent_lifecycle_calls_are_serialised() {
 	pd create c2 >/dev/null
 	local i

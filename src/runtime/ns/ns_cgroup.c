@@ -281,18 +281,21 @@ char *ns_cgroup_leaf(const char *name, const char *state_dir)
 	return xasprintf("%s.%08x", name, h);
 }
 
-void ns_cgroup_remove_stale(const char *name)
+bool ns_cgroup_remove_stale(const char *name)
 {
 	struct ns_cgroup *cg = NULL;
 	if (locate(true, false, &cg, NULL) < 0 && locate(false, false, &cg, NULL) < 0)
-		return;
+		return true;
+	bool gone = true;
 	/* rmdir only ever removes an empty cgroup: a box that still runs keeps its own */
 	for (int i = 0; i < NS_CG_MAX; i++)
 		if (cg->dirs[i]) {
 			_cleanup_free_ char *dir = xasprintf("%s/box-%s", cg->dirs[i], name);
-			rmdir(dir);
+			if (rmdir(dir) < 0 && errno != ENOENT)
+				gone = false;
 		}
 	ns_cgroup_free(cg);
+	return gone;
 }
 
 /* --- one box cgroup --------------------------------------------------------------------- */

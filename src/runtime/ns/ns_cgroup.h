@@ -78,7 +78,7 @@ int ns_cgroup_remove_now(const struct ns_cgroup *cg);
 void ns_cgroup_free(struct ns_cgroup *cg);
 /* Removes the empty cgroup a box left when its supervisor was killed (paddock rm of a dead
  * box). Best effort; a cgroup that still holds processes stays. */
-void ns_cgroup_remove_stale(const char *name);
+bool ns_cgroup_remove_stale(const char *name); /* true: none of them is left */
 static inline void ns_cgroup_freep(struct ns_cgroup **cg) { ns_cgroup_free(*cg); }
 
 /* As root: pre-creates the per-user delegated parents (v2 <v2>/paddock/<uid>, v1
