@@ -41,6 +41,9 @@ int cli_fail(const pd_err *err);
 /* 0, or a usage error (printed, EXIT_USAGE) when a command cannot cross the control protocol:
  * an empty name, an argument over PROTO_MAX_STR, more than PROTO_MAX_ARGS arguments. */
 int cli_check_command(const char *verb, char *const *cmd);
+/* 0, or a usage error when -t (tty == 1) is asked without a terminal on stdin: said before
+ * anything is made. */
+int cli_check_tty(const char *verb, int tty);
 
 /* Parsers for option values (pure). Return 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *ret);

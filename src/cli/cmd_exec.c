@@ -107,6 +107,8 @@ int cmd_exec(int argc, char **argv)
 	_cleanup_strv_ char **cmd = strv_copy(argv + optind);
 	r = cli_check_command("exec", cmd);
 	if (r == 0)
+		r = cli_check_tty("exec", o.tty);
+	if (r == 0)
 		r = exec_in(name, &o, cmd);
 	strv_free(o.env);
 	return r;

@@ -175,7 +175,10 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, cons
 {
 	_cleanup_free_ char *dir = store_box_dir(home, o->spec.name);
 	pd_debug("run --rm: start");
-	int r = store_create(home, &o->spec, err);
+	int r = session_catch_signals();
+	if (r < 0)
+		return pd_error(err, r, "cannot catch signals");
+	r = store_create(home, &o->spec, err);
 	if (r < 0)
 		return r;
 	int lock = store_lock(dir, "supervisor.lock", false);
@@ -409,7 +412,7 @@ int cmd_run(int argc, char **argv)
 	pd_err err = {0};
 	_cleanup_free_ char *home = NULL;
 	_cleanup_strv_ char **cmd = optind < argc ? strv_copy(argv + optind) : NULL;
-	if ((r = cli_check_command("run", cmd)) != 0) {
+	if ((r = cli_check_command("run", cmd)) != 0 || (r = cli_check_tty("run", o.tty)) != 0) {
 		box_spec_free(&o.spec);
 		return r;
 	}

@@ -46,6 +46,13 @@ static int enter_raw_mode(void)
 	return 0;
 }
 
+static int install_signals(bool tty);
+
+int session_catch_signals(void)
+{
+	return install_signals(false);
+}
+
 static int install_signals(bool tty)
 {
 	if (sig_pipe[0] < 0 && pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)

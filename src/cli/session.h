@@ -23,6 +23,10 @@ struct session_req {
 /* Runs the session on fd (handshake done). Returns 0 with *ret_status (the command's exit
  * status, 128+N for signal N), or -errno with err filled (then the caller exits 125). */
 int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret_status, pd_err *err);
+/* Catches INT, TERM, HUP, QUIT and USR1/2 from now on: a process that boots a box before its
+ * session (run --rm) is not killed half-way (its box and cgroups left behind); the signals
+ * wait and reach the session's command once it runs, which then ends the run cleanly. */
+int session_catch_signals(void);
 
 /* Runs argv as the agent in the running box at box_dir through its supervisor, with in_fd
  * (-1: none) as stdin, out_fd as stdout and our stderr as its stderr. Returns the command's

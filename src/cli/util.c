@@ -19,6 +19,13 @@ int cli_usage(const char *verb, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int cli_check_tty(const char *verb, int tty)
+{
+	if (tty == 1 && !isatty(STDIN_FILENO))
+		return cli_usage(verb, "-t needs a terminal on stdin (leave it out, or give -T, for pipes)");
+	return 0;
+}
+
 int cli_check_command(const char *verb, char *const *cmd)
 {
 	size_t n = 0;

@@ -122,6 +122,30 @@ t_a_full_disk_is_enospc_and_the_box_lives() {
 # nothing of the box runs on (a setup child once held the supervisor's end of its go-ahead
 # socket and waited forever: 9 of 30 early kills as an ordinary user), and `rm` removes the
 # state and the cgroups
+# TERM, HUP or INT to `run --rm` while its box is still being set up (here: copying in a
+# 200 MB project) ends the run as the signal asks, and leaves no box and no cgroup behind
+# (it used to die half-way, leaving a dead box and its cgroups).
+t_run_rm_signalled_during_start_leaves_nothing() {
+	mkdir -p "$PADDOCK_HOME/bigproj"
+	head -c 200M /dev/zero >"$PADDOCK_HOME/bigproj/big.bin"
+	local sig pid st n=0
+	for sig in TERM HUP INT; do
+		n=$((n + 1))
+		(cd "$PADDOCK_HOME/bigproj" && exec "$PADDOCK" run --rm --name sg$n -- sleep 4545) &
+		pid=$!
+		for _ in $(seq 100); do [ -e "$PADDOCK_HOME/boxes/sg$n" ] && break; sleep 0.01; done
+		kill -$sig $pid
+		st=0
+		wait $pid || st=$?
+		[ "$st" -gt 128 ] || fail "run --rm ended with $st after SIG$sig"
+		for _ in $(seq 100); do [ -e "$PADDOCK_HOME/boxes/sg$n" ] || break; sleep 0.05; done
+		assert_eq "$(status_of sg$n)" "absent"
+	done
+	for _ in $(seq 100); do [ -z "$(cgroups_at 'box-sg*')" ] && break; sleep 0.05; done
+	assert_eq "$(cgroups_at 'box-sg*')" ""
+	! pgrep -f "sleep 4545" >/dev/null || fail "left running: $(pgrep -af "sleep 4545")"
+}
+
 t_run_rm_sigkilled_leaves_nothing_after_rm() {
 	local i pid d
 	for i in 0 1 2 3 4 5 6 7 8 9; do
