@@ -147,6 +147,28 @@ static int read_entry(struct img_store *s, struct archive_src *a, struct archive
 	return store_entry(s, ar, e, err);
 }
 
+static int cmp_entry_path(const void *x, const void *y)
+{
+	return strcmp((*(const struct entry *const *)x)->path, (*(const struct entry *const *)y)->path);
+}
+
+/* One path twice (a second manifest.json, say): tar and docker's loader take the last, a
+ * lookup would take the first — what the user inspects must be what is imported, so the
+ * archive is refused. */
+static int refuse_duplicates(const struct archive_src *a, pd_err *err)
+{
+	if (a->n < 2)
+		return 0;
+	_cleanup_free_ const struct entry **v = xmalloc(a->n * sizeof(*v));
+	for (size_t i = 0; i < a->n; i++)
+		v[i] = &a->v[i];
+	qsort(v, a->n, sizeof(*v), cmp_entry_path);
+	for (size_t i = 1; i < a->n; i++)
+		if (streq(v[i - 1]->path, v[i]->path))
+			return pd_error_msg(err, EINVAL, "the archive holds '%.200s' twice", v[i]->path);
+	return 0;
+}
+
 static int read_archive(struct img_store *s, struct archive_src *a, int fd, FILE *progress, pd_err *err)
 {
 	struct archive *ar = archive_read_new();
@@ -170,7 +192,7 @@ static int read_archive(struct img_store *s, struct archive_src *a, int fd, FILE
 			fprintf(progress, "read %s (%llu bytes)\n", a->v[a->n - 1].path, (unsigned long long)a->v[a->n - 1].size);
 	}
 	archive_read_free(ar);
-	return r;
+	return r == 0 ? refuse_duplicates(a, err) : r;
 }
 
 /* ---- fetchers: every blob is already in the store (tar), or in the layout directory ---- */

@@ -357,7 +357,10 @@ int oci_index_parse(const char *buf, size_t len, struct oci_index **ret, pd_err 
 static bool platform_matches(const struct oci_descriptor *d, const char *os, const char *arch,
 			     const char *variant)
 {
-	return oci_media_type_is_manifest(d->media_type) && !d->attestation && d->os &&
+	/* an entry may be a manifest or, nested, another index for that platform (followed by
+	 * the caller, a bounded number of levels) */
+	return (oci_media_type_is_manifest(d->media_type) || oci_media_type_is_index(d->media_type)) &&
+	       !d->attestation && d->os &&
 	       d->architecture && streq(d->os, os) && streq(d->architecture, arch) &&
 	       (!variant || (d->variant && streq(d->variant, variant)));
 }

@@ -118,6 +118,23 @@ static void test_index_pick_amd64(void **state)
 	oci_index_free(idx);
 }
 
+/* an index entry for the platform may be another index (followed by ingest, 4 levels) */
+static void test_index_pick_nested_index(void **state)
+{
+	static const char nested[] =
+		"{\"schemaVersion\": 2, \"mediaType\": \"application/vnd.oci.image.index.v1+json\", \"manifests\": ["
+		"{\"mediaType\": \"application/vnd.oci.image.index.v1+json\", \"digest\": \"" D2 "\", \"size\": 300,"
+		" \"platform\": {\"os\": \"linux\", \"architecture\": \"amd64\"}}]}";
+	struct oci_index *idx = NULL;
+	pd_err err = {0};
+	assert_int_equal(oci_index_parse(nested, strlen(nested), &idx, &err), 0);
+	const struct oci_descriptor *d = NULL;
+	assert_int_equal(oci_index_pick(idx, "linux", "amd64", NULL, &d, &err), 0);
+	assert_string_equal(d->digest, D2);
+	assert_true(oci_media_type_is_index(d->media_type));
+	oci_index_free(idx);
+}
+
 static void test_docker_manifest_list(void **state)
 {
 	struct oci_index *idx = NULL;
@@ -362,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_digest),
 		cmocka_unit_test(test_media_types),
 		cmocka_unit_test(test_index_pick_amd64),
+		cmocka_unit_test(test_index_pick_nested_index),
 		cmocka_unit_test(test_docker_manifest_list),
 		cmocka_unit_test(test_index_errors),
 		cmocka_unit_test(test_index_too_many),

@@ -57,7 +57,34 @@ int pd_err_prefix(pd_err *err, const char *fmt, ...)
 	return -(err->code ? err->code : EIO);
 }
 
+/* Length of a terminal-controlling sequence at s (a C0/C1 control, DEL, or a bidi control
+ * in UTF-8), else 0. */
+static size_t control_len(const unsigned char *s)
+{
+	if (s[0] < 0x20 || s[0] == 0x7f)
+		return 1;
+	if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+		return 2;
+	if (s[0] == 0xe2 && ((s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae) || (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
+		return 3;
+	return 0;
+}
+
 void pd_err_print(const pd_err *err)
 {
-	fprintf(stderr, "paddock: %s\n", err->msg[0] ? err->msg : strerror(err->code));
+	/* messages carry names from untrusted places (an archive's entries, a box's paths): a
+	 * terminal escape or a bidi control in one is shown as \xNN, never sent raw */
+	const char *m = err->msg[0] ? err->msg : strerror(err->code);
+	fputs("paddock: ", stderr);
+	for (const unsigned char *p = (const unsigned char *)m; *p;) {
+		size_t n = control_len(p);
+		if (!n) {
+			fputc(*p++, stderr);
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "\\x%02x", p[i]);
+		p += n;
+	}
+	fputc('\n', stderr);
 }

@@ -88,6 +88,25 @@ t_import_device_node_neutralised() {
 	fi
 }
 
+# An archive that holds one path twice is refused (tar and docker's loader take the last copy,
+# a lookup the first): what the user inspects is what is imported. The name in the message
+# is shown escaped.
+t_import_refuses_a_path_held_twice() {
+	python3 - "$PADDOCK_HOME/dup.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    for name, data in (("manifest.json", b"[]"), ("x\x1b[31m", b"1"), ("x\x1b[31m", b"2")):
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data)
+        t.addfile(ti, io.BytesIO(data))
+PY
+	local out
+	out=$(pd image import --name local/dup:1 "$PADDOCK_HOME/dup.tar" 2>&1) && fail "imported: $out"
+	assert_contains "$out" "holds 'x\\x1b[31m' twice"
+	[[ "$out" != *$'\e'* ]] || fail "an escape sequence reached the terminal: $out"
+	assert_status 125 pd image inspect local/dup:1
+}
+
 t_import_refuses_tampered_oci_blob() {
 	mk layout "$PADDOCK_HOME/lay"
 	local layer
