@@ -29,7 +29,7 @@ static int parse(int argc, char **argv, struct apply_args *a)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "nf", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nfh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': a->o.dry_run = true; break;
 		case 'f': a->o.force = true; break;

@@ -178,7 +178,7 @@ int cmd_cp(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("Usage: paddock cp [-f] NAME:/PATH HOSTDIR\n       paddock cp HOSTPATH NAME:/DIR\n\n"
 			       "Copy out of a sandbox into an existing host directory (with apply's safety rules:\n"

@@ -98,7 +98,7 @@ static void report_vm(void)
 
 int cmd_doctor(int argc, char **argv)
 {
-	if (argc > 1 && streq(argv[1], "--help")) {
+	if (argc > 1 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
 		printf("Usage: paddock doctor\n\nReport what this host supports for each backend and what to do about what is missing.\n");
 		return 0;
 	}

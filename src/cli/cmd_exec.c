@@ -20,7 +20,7 @@ static int parse_exec(const char *verb, int argc, char **argv, struct exec_opts 
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+e:u:w:tT", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:u:w:tTh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
 			if (cli_env_arg(optarg, &o->env) < 0)

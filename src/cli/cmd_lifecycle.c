@@ -98,7 +98,7 @@ static int parse_names(const char *verb, int argc, char **argv, const struct opt
 	/* the short forms of this verb's own options only (start takes no -f) */
 	char shorts[16] = "+";
 	for (const struct option *o = opts; o->name && strlen(shorts) < sizeof(shorts) - 3; o++)
-		if (o->val == 'f' || o->val == 'a' || o->val == 't') {
+		if (o->val == 'f' || o->val == 'a' || o->val == 't' || o->val == 'h') {
 			size_t n = strlen(shorts);
 			shorts[n] = (char)o->val;
 			shorts[n + 1] = o->has_arg == required_argument ? ':' : '\0';

@@ -77,7 +77,7 @@ int cmd_logs(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("Usage: paddock logs [-f] [--net [--json] | --console] NAME\n\nShow the sandbox's supervisor log; -f follows it "
 			       "while the sandbox runs.\n--net shows the egress audit log instead (every DNS answer and\n"

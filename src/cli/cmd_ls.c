@@ -43,7 +43,7 @@ int cmd_ls(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("Usage: paddock ls [--json]\n\nList sandboxes: running, stopped, or dead (their "
 			       "supervisor vanished; 'paddock rm' cleans them).\n");

@@ -22,7 +22,7 @@ int cmd_system(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "u:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "u:h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			help();
 			return 0;

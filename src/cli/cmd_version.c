@@ -5,7 +5,7 @@
 
 int cmd_version(int argc, char **argv)
 {
-	if (argc > 1 && streq(argv[1], "--help")) {
+	if (argc > 1 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
 		printf("Usage: paddock version\n\nPrint paddock's version and protocol version.\n");
 		return 0;
 	}

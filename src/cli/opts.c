@@ -1,6 +1,7 @@
 /* opts.c — the options `run` and `create` share, parsed into a box spec. */
 #include <getopt.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli/cli.h"
@@ -106,7 +107,8 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 		return 0;
 	case 't': o->tty = 1; return 0;
 	case 'T': o->tty = 0; return 0;
-	case OPT_HELP: o->help = true; return 0;
+	case OPT_HELP:
+	case 'h': o->help = true; return 0;
 	case OPT_MEMORY: case OPT_DISK: case OPT_CPUS: case OPT_PIDS:
 		return set_limit(verb, c, optarg, s);
 	case OPT_NET: case OPT_ALLOW: case OPT_DENY: case OPT_RESOLVE: case 'p':
@@ -129,7 +131,7 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:e:v:w:tTp:", box_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+n:e:v:w:tTp:h", box_options, NULL)) != -1) {
 		if (c == '?')
 			return cli_usage(verb, "unknown option or missing value: '%s'", argv[optind - 1]);
 		int r = one_option(verb, c, o);
@@ -187,8 +189,11 @@ int cli_apply_workspace(struct box_opts *o, pd_err *err)
 	}
 	char real[PATH_MAX];
 	const char *dir = o->project ? o->project : ".";
+	struct stat st;
 	if (!realpath(dir, real))
 		return pd_error(err, errno, "cannot use '%s' as the project directory", dir);
+	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+		return pd_error_msg(err, ENOTDIR, "cannot use '%s' as the project directory: not a directory", dir);
 	if (streq(real, "/"))
 		return pd_error_msg(err, EINVAL, "refusing to use / as the project directory");
 	char home[PATH_MAX];

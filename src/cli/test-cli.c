@@ -28,6 +28,14 @@ static void test_size(void **state)
 	assert_int_equal(cli_parse_size("1X", &v), -EINVAL);
 	assert_int_equal(cli_parse_size("99999999999999T", &v), -EINVAL);
 	assert_int_equal(cli_parse_size("5Mx", &v), -EINVAL);
+	/* decimal fractions of a unit */
+	assert_int_equal(cli_parse_size("1.5G", &v), 0);
+	assert_true(v == (UINT64_C(3) << 29));
+	assert_int_equal(cli_parse_size("0.25M", &v), 0);
+	assert_true(v == (UINT64_C(1) << 18));
+	assert_int_equal(cli_parse_size("1.5", &v), -EINVAL); /* no fraction of a byte */
+	assert_int_equal(cli_parse_size("1.G", &v), -EINVAL);
+	assert_int_equal(cli_parse_size("1.5.5G", &v), -EINVAL);
 }
 
 static void test_cpus(void **state)

@@ -55,6 +55,15 @@ int cli_parse_size(const char *s, uint64_t *ret)
 	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || end == s)
 		return -EINVAL;
+	/* a decimal fraction of a unit: 1.5G */
+	uint64_t frac = 0, scale = 1;
+	if (*end == '.') {
+		for (end++; *end >= '0' && *end <= '9'; end++)
+			if (scale < UINT64_C(1000000000))
+				frac = frac * 10 + (uint64_t)(*end - '0'), scale *= 10;
+		if (scale == 1)
+			return -EINVAL;
+	}
 	unsigned shift = 0;
 	switch (*end) {
 	case '\0': break;
@@ -68,9 +77,9 @@ int cli_parse_size(const char *s, uint64_t *ret)
 		end++;
 	if ((*end == 'b' || *end == 'B') && shift)
 		end++;
-	if (*end || v > (UINT64_MAX >> shift))
+	if (*end || v >= (UINT64_MAX >> shift) || (scale > 1 && !shift))
 		return -EINVAL;
-	*ret = (uint64_t)v << shift;
+	*ret = ((uint64_t)v << shift) + (uint64_t)((unsigned __int128)frac * (UINT64_C(1) << shift) / scale);
 	return 0;
 }
 

@@ -309,6 +309,8 @@ t_help_on_every_verb() {
 	local v
 	for v in run create start stop rm ls exec shell logs doctor version system diff apply cp profile; do
 		pd "$v" --help | grep -q "Usage: paddock $v" || fail "no --help for $v"
+		pd "$v" -h | grep -q "Usage: paddock $v" || fail "no -h for $v"
+		pd help "$v" | grep -q "Usage: paddock $v" || fail "no 'paddock help $v'"
 	done
 	pd --help | grep -q "Verbs:"
 	# and on every sub-verb: help, exit 0, nothing done

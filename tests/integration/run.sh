@@ -36,6 +36,7 @@ t_usage_errors_exit_2() {
 	big=$(head -c 70000 /dev/zero | tr '\0' a)
 	assert_status 2 pd run --rm --workspace none -- ''
 	assert_status 2 pd run --rm -t --workspace none -- true </dev/null
+	assert_status 2 pd run --rm -w /etc/hostname -- true
 	assert_status 2 pd run --rm --workspace none -- echo "$big"
 	# shellcheck disable=SC2046
 	assert_status 2 pd run --rm --workspace none -- echo $(seq 5000)
