@@ -447,10 +447,12 @@ int box_workspace_copyin(struct box *b, struct wsbox_copy *c, pd_err *err)
 		if (r < 0)
 			return r;
 	}
-	/* An empty project (the stream holds only its root, which tar would leave alone under
-	 * --no-overwrite-dir) needs no tar in the box, and no baseline: everything its diff will
-	 * see is new, and new entries are fetched with or without one. */
-	bool empty = c->produced && c->r == 0 && c->entries <= 1 && !saved;
+	/* An empty project (no entry in its manifest, which leaves out the root: the stream
+	 * holds only that root, which tar would leave alone under --no-overwrite-dir) needs no
+	 * tar in the box, and no baseline: everything its diff will see is new, and new entries
+	 * are fetched with or without one. (This once said <= 1: a one-file project reached a
+	 * vm box empty, and apply deleted the file on the host.) */
+	bool empty = c->produced && c->r == 0 && c->entries == 0 && !saved;
 	if (c->direct) {
 		pd_debug("workspace: %zu entries copied straight in", c->entries);
 	} else if (empty) {

@@ -267,6 +267,20 @@ t_ignore_rules_added_later_never_delete_copied_files() {
 	pd rm -f wsig >/dev/null
 }
 
+# A project of exactly one file (besides what copy-in leaves out) reaches the box, and a diff
+# of the untouched box is empty — on vm it once arrived empty and apply deleted the file.
+t_a_one_file_project_is_copied_in() {
+	mkdir -p "$PADDOCK_HOME/one"
+	echo only >"$PADDOCK_HOME/one/only.txt"
+	echo 'SECRET=1' >"$PADDOCK_HOME/one/.env"
+	(cd "$PADDOCK_HOME/one" && pd create ws1 >/dev/null)
+	assert_eq "$(pd exec ws1 -- cat /workspace/only.txt)" "only"
+	assert_contains "$(pd diff --stat ws1)" "0 paths changed"
+	pd apply ws1 >/dev/null 2>&1 || true
+	assert_eq "$(cat "$PADDOCK_HOME/one/only.txt")" "only"
+	pd rm -f ws1 >/dev/null
+}
+
 # A -v at or under the project's places in the box would take the copy-in's writes into that
 # host directory: refused as a usage error, nothing written; home is never copied wholesale.
 t_binds_over_the_workspace_are_refused() {
