@@ -350,7 +350,9 @@ static int fsync_path(const char *path)
 int wsnap_save_tar(const char *box_dir, pd_err *err)
 {
 	struct box_spec spec = {0};
-	if (store_load_spec(box_dir, &spec, NULL) < 0 || !spec.workspace || !streq(spec.workspace, "copy")) {
+	/* only an ns box's copy dies with it: a vm box's stays on its disk (box_boot) */
+	if (store_load_spec(box_dir, &spec, NULL) < 0 || !spec.workspace || !streq(spec.workspace, "copy") ||
+	    (spec.backend && streq(spec.backend, "vm"))) {
 		box_spec_free(&spec);
 		return 0;
 	}

@@ -158,7 +158,13 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	box_config_from_spec(spec, box_dir, &b.cfg);
 	int64_t t0 = mono_ms();
 	_cleanup_(wsbox_copy_endp) struct wsbox_copy *ws = NULL;
-	int r = box_workspace_begin(spec, box_dir, b.rt == &runtime_ns, &ws, err);
+	/* A vm box's disk outlives its QEMU: once it exists, the workspace on it is the box's own
+	 * (the agent's edits and deletions included) and is not copied in again — a copy over it
+	 * would undo edits and bring deleted files back. An ns box's tmpfs dies with it: its
+	 * restart copies the workspace saved at stop back in. */
+	_cleanup_free_ char *disk = xasprintf("%s/disk.qcow2", box_dir);
+	bool ws_on_disk = b.rt != &runtime_ns && access(disk, F_OK) == 0;
+	int r = ws_on_disk ? 0 : box_workspace_begin(spec, box_dir, b.rt == &runtime_ns, &ws, err);
 	if (r < 0)
 		return r;
 	b.cfg.ws_direct = box_workspace_direct(ws);
@@ -168,7 +174,6 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	 * the box boots instead (its disk, a copy of the template's, goes too) */
 	if (r < 0 && b.restored) {
 		pd_debug("box %s: the restore failed (%s); booting it", spec->name, err->msg);
-		_cleanup_free_ char *disk = xasprintf("%s/disk.qcow2", box_dir);
 		(void)unlink(disk);
 		b.cfg.vm_cold = true;
 		r = start_and_greet(&b, spec, box_dir, mono_ms(), &net, err);

@@ -155,8 +155,9 @@ t_console_flood_stays_capped() {
 t_qemu_killed_midrun_box_recovers() {
 	pd_only vm "QEMU"
 	echo base >f.txt
+	echo keep >g.txt
 	pd create --workspace copy qk >/dev/null
-	pd exec qk -- sh -c 'echo changed >/workspace/f.txt; echo new >/workspace/n.txt; sync'
+	pd exec qk -- sh -c 'echo changed >/workspace/f.txt; rm /workspace/g.txt; echo new >/workspace/n.txt; sync'
 	local qpid
 	qpid=$(pgrep -f "paddock-qk " | head -1)
 	[ -n "$qpid" ] || fail "no QEMU process for the box"
@@ -166,8 +167,17 @@ t_qemu_killed_midrun_box_recovers() {
 	for _ in $(seq 100); do pd ls --json | grep -q '"running"' || break; sleep 0.1; done
 	assert_not_contains "$(pd ls)" "running"
 	pd start qk
+	# the disk's workspace is the box's own: nothing copied over it (edits kept, the deleted
+	# file stays deleted)
 	assert_eq "$(pd exec qk -- cat /workspace/n.txt)" "new"
+	assert_eq "$(pd exec qk -- cat /workspace/f.txt)" "changed"
+	assert_eq "$(pd exec qk -- sh -c 'ls /workspace/g.txt 2>&1 || true')" "ls: cannot access '/workspace/g.txt': No such file or directory"
 	assert_contains "$(pd diff qk)" "n.txt"
+	# a clean stop and start keep it too, without a saved tar of it
+	pd stop qk
+	[ ! -e "$PADDOCK_HOME/boxes/qk/workspace.tar" ] || fail "a vm box's stop saved its workspace as a tar"
+	pd start qk
+	assert_eq "$(pd exec qk -- cat /workspace/f.txt)" "changed"
 	pd rm -f qk
 }
 # An image on vm: its tree becomes a raw ext4 disk once (owners as in the image: root's shift

@@ -328,6 +328,7 @@ t_apply_takes_what_a_path_limited_diff_showed() {
 }
 
 t_stop_keeps_a_box_running_when_its_work_cannot_be_saved() {
+	pd_only ns "a vm box's work stays on its disk: its stop saves nothing"
 	mkproj
 	(cd "$P" && pd create wsst >/dev/null)
 	pd exec wsst -- sh -c 'echo work >w.txt' # (perl: a shell's cd stops at PATH_MAX)
