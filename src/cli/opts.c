@@ -145,6 +145,11 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 		free(o->spec.backend);
 		o->spec.backend = xstrdup(runtime_by_name("auto", NULL)->name);
 	}
+	if (streq(o->spec.backend, "vm") && o->spec.memory && o->spec.memory < (UINT64_C(128) << 20))
+		return cli_usage(verb, "--memory: a vm box needs at least 128M (its kernel panics in less)");
+	if (streq(o->spec.backend, "vm") && o->spec.disk)
+		fprintf(stderr, "paddock: note: --disk is not enforced on the vm backend yet: the box's disk can grow to its "
+				"image's size\n");
 	/* on ns the box's files live in its memory (ns_disk_cap): say so when --disk asks more */
 	uint64_t mem = o->spec.memory ? o->spec.memory : NS_DEFAULT_MEMORY;
 	if (streq(o->spec.backend, "ns") && o->spec.disk && ns_disk_cap(o->spec.disk, mem) < o->spec.disk)

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "runtime/vm/vm.h"
+#include "runtime/vm/vm_console.h"
 #include "supervisor/net.h"
 #include "supervisor/wsbox.h"
 #include "util/fdio.h"
@@ -143,6 +144,16 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 			vm_box_reject_template(&b->h);
 		boot_undo(b, net);
 		b->rt = rt;
+		/* a guest that never greeted: what QEMU and the console said (a panic, a memory
+		 * QEMU could not get), not just "closed the control channel" */
+		if (rt == &runtime_vm) {
+			char was[sizeof(err->msg)];
+			snprintf(was, sizeof(was), "%s", err->msg);
+			_cleanup_free_ char *why = vm_box_diagnose(box_dir);
+			for (char *n = why; (n = strchr(n, '\n'));) /* one line: "a; b" */
+				*n = n[1] ? ';' : '\0';
+			pd_error_msg(err, -r, "%s; %s", was, why);
+		}
 		return r;
 	}
 	*ret_net = net;

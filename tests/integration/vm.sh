@@ -150,6 +150,18 @@ t_console_flood_stays_capped() {
 	pd rm -f flood
 }
 
+# A guest that cannot come up says why (QEMU's own words, the console's), not only that the
+# control channel closed; nothing of the box is left.
+t_a_failed_boot_says_why() {
+	pd_only vm "QEMU"
+	local out
+	out=$(pd run --rm --workspace none --memory 1T -- true 2>&1) && fail "a 1 TiB guest started: $out"
+	assert_contains "$out" "QEMU said:"
+	assert_contains "$out" "guest memory"
+	assert_status 2 pd run --rm --workspace none --memory 64M -- true
+	assert_eq "$(pd ls | tail -n +2)" ""
+}
+
 # QEMU killed under a running box: ls says so, the disk (and so the workspace) survives, and
 # the box starts again with its files.
 t_qemu_killed_midrun_box_recovers() {

@@ -78,8 +78,9 @@ static int validate(const struct qemu_config *c, pd_err *err)
 		return pd_error_msg(err, EINVAL, "qemu: a binary, a kernel and an initramfs are needed");
 	if (c->name && !name_ok(c->name))
 		return pd_error_msg(err, EINVAL, "qemu: box name '%s' is not a valid hostname", c->name);
-	if (c->memory_mib < 64 || c->memory_mib > 1024 * 1024)
-		return pd_error_msg(err, EINVAL, "qemu: memory %llu MiB out of range (64 MiB .. 1 TiB)",
+	/* 64 MiB panics Debian's kernel at boot ("System is deadlocked on memory"); 128 boots */
+	if (c->memory_mib < 128 || c->memory_mib > 1024 * 1024)
+		return pd_error_msg(err, EINVAL, "qemu: memory %llu MiB out of range for a vm box (128 MiB .. 1 TiB)",
 				    (unsigned long long)c->memory_mib);
 	if (c->cpus < 1 || c->cpus > 64)
 		return pd_error_msg(err, EINVAL, "qemu: %u cpus out of range (1..64)", c->cpus);
