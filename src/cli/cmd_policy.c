@@ -108,8 +108,9 @@ int cmd_policy(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage("policy", "policy wants ls, allow, deny or rm");
 	const char *verb = argv[optind++];
-	/* options may also follow the verb: paddock policy allow --sandbox b x.com */
-	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+	/* options may also follow the verb, before or after the rules: paddock policy allow
+	 * --sandbox b x.com, paddock policy allow x.com --sandbox b (no rule starts with '-') */
+	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
 		if (c == 'h') { /* `policy ls --help` */
 			policy_help();
 			return 0;

@@ -119,7 +119,7 @@ t_live_policy_allow_then_deny() {
 	pd policy allow --sandbox live up.test:$HTTP_PORT
 	sleep 2.2
 	assert_eq "$(pd exec live -- $CURL --noproxy '*' http://up.test:$HTTP_PORT/live)" "hello from http /live"
-	pd policy deny --sandbox live up.test:$HTTP_PORT
+	pd policy deny up.test:$HTTP_PORT --sandbox live # (the README's order: the rule, then --sandbox)
 	sleep 2.2
 	rc=0
 	pd exec live -- $CURL --noproxy '*' http://up.test:$HTTP_PORT/ >/dev/null 2>&1 || rc=$?
