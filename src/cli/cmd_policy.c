@@ -108,17 +108,37 @@ int cmd_policy(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage("policy", "policy wants ls, allow, deny or rm");
 	const char *verb = argv[optind++];
-	/* options may also follow the verb, before or after the rules: paddock policy allow
-	 * --sandbox b x.com, paddock policy allow x.com --sandbox b (no rule starts with '-') */
-	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
-		if (c == 'h') { /* `policy ls --help` */
+	/* options may also follow the verb, before or after the rule: paddock policy allow
+	 * --sandbox b x.com, paddock policy allow x.com --sandbox b. By hand: getopt keeps the
+	 * first call's ordering mode ('+') for the rest of the process. */
+	char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
+	int n_rest = 0;
+	for (int i = optind; i < argc; i++) {
+		const char *a = argv[i];
+		if (streq(a, "-h") || streq(a, "--help")) {
+			free(rest);
 			policy_help();
 			return 0;
 		}
-		if (c != 's')
-			return cli_usage("policy", "unknown option '%s'", argv[optind - 1]);
-		box = optarg;
+		if (streq(a, "-s") || streq(a, "--sandbox")) {
+			if (i + 1 >= argc) {
+				free(rest);
+				return cli_usage("policy", "%s wants a sandbox name", a);
+			}
+			box = argv[++i];
+		} else if (startswith(a, "--sandbox=")) {
+			box = a + strlen("--sandbox=");
+		} else if (a[0] == '-' && a[1]) {
+			free(rest);
+			return cli_usage("policy", "unknown option '%s'", a);
+		} else {
+			rest[n_rest++] = argv[i];
+		}
 	}
+	for (int i = 0; i < n_rest; i++)
+		argv[optind + i] = rest[i];
+	argc = optind + n_rest;
+	free(rest);
 	pd_err err = {0};
 	_cleanup_free_ char *path = NULL, *dir = NULL;
 	if (box && cli_box_dir(box, NULL, &dir, &err) < 0)
