@@ -19,7 +19,7 @@
 #include "util/log.h"
 
 #define VM_DEFAULT_MEMORY_MIB 1024
-#define VM_DEFAULT_PIDS 4096 /* as many tasks as an ns box gets by default */
+#define VM_DEFAULT_PIDS 4096 /* the guest's pids cgroup (vmboot: limit_pids); run --help says so */
 #define VM_QMP_QUIT_WAIT_MS 1000
 #define VM_INIT_OVERRIDE_MAX (64u * 1024u * 1024u)
 #define VM_NET_SOCKBUF (4 * 1024 * 1024) /* capped by net.core.wmem_max/rmem_max */
