@@ -145,6 +145,14 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 		free(o->spec.backend);
 		o->spec.backend = xstrdup(runtime_by_name("auto", NULL)->name);
 	}
+	/* a guest shares no host directory: say it about what the user asked for, before
+	 * anything is made (profile mounts are copied in instead, elsewhere) */
+	if (streq(o->spec.backend, "vm") && o->workspace && (streq(o->workspace, "ro") || streq(o->workspace, "rw")))
+		return cli_usage(verb, "--workspace %s: a vm box shares no host directory; use copy (the default) or none",
+				 o->workspace);
+	if (streq(o->spec.backend, "vm") && o->spec.n_binds)
+		return cli_usage(verb, "-v %s:%s: a vm box shares no host directory (copy files in with paddock cp)",
+				 o->spec.binds[0].host, o->spec.binds[0].box);
 	if (streq(o->spec.backend, "vm") && o->spec.memory && o->spec.memory < (UINT64_C(128) << 20))
 		return cli_usage(verb, "--memory: a vm box needs at least 128M (its kernel panics in less)");
 	if (streq(o->spec.backend, "vm") && o->spec.disk)

@@ -25,6 +25,9 @@ t_volumes_are_refused() {
 	err=$(pd_run -v "$d:/data" -- true 2>&1) && fail "a host directory was shared into a guest"
 	rmdir "$d"
 	assert_contains "$err" "shares no host directory"
+	assert_status 2 pd_run -v "/tmp:/data" -- true
+	assert_status 2 pd_run --workspace ro -- true
+	assert_status 2 pd_run --workspace rw -- true
 	assert_eq "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" "" "a refused box left state behind"
 }
 
