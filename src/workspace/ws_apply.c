@@ -577,8 +577,8 @@ int ws_apply(const char *host_root, const struct ws_manifest *base, const struct
 	_cleanup_close_ int rootfd = open(host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return pd_error(err, errno, "cannot open %s", host_root);
-	struct ws_apply_report rep = {0};
 	o = o ? o : &defaults;
+	struct ws_apply_report rep = {.dry_run = o->dry_run};
 	_cleanup_free_ char *mark = NULL;
 	if (!o->dry_run) {
 		if (o->journal_dir && !(mark = journal_path(o->journal_dir, rootfd)))
@@ -621,15 +621,17 @@ void ws_apply_report_render(FILE *out, const struct ws_apply_report *r, bool col
 		const struct ws_apply_item *it = &r->v[i];
 		bool bad = it->result != WS_APPLIED && it->result != WS_ALREADY;
 		_cleanup_free_ char *p = ws_escape_name(it->path);
-		fprintf(out, "%s%-16s%s %s (%s)", color && bad ? "\033[33m" : "", ws_result_str(it->result),
-			color && bad ? "\033[m" : "", p, ws_change_str(it->change));
+		/* a dry run says what would be done, never "applied" */
+		const char *what = r->dry_run && it->result == WS_APPLIED ? "would apply" : ws_result_str(it->result);
+		fprintf(out, "%s%-16s%s %s (%s)", color && bad ? "\033[33m" : "", what, color && bad ? "\033[m" : "", p,
+			ws_change_str(it->change));
 		if (it->detail)
 			fprintf(out, ": %s", it->detail);
 		if (it->err)
 			fprintf(out, ": %s", strerror(it->err));
 		fputc('\n', out);
 	}
-	fprintf(out, "%zu applied, %zu already applied, %zu conflicts, %zu skipped, %zu refused, %zu failed\n",
-		r->count[WS_APPLIED], r->count[WS_ALREADY], r->count[WS_CONFLICT], r->count[WS_SKIPPED_EXEC],
+	fprintf(out, "%s%zu %s, %zu already applied, %zu conflicts, %zu skipped, %zu refused, %zu failed\n",
+		r->dry_run ? "dry run, nothing written: " : "", r->count[WS_APPLIED], r->dry_run ? "would be applied" : "applied", r->count[WS_ALREADY], r->count[WS_CONFLICT], r->count[WS_SKIPPED_EXEC],
 		r->count[WS_REFUSED_ENTRY], r->count[WS_FAILED]);
 }

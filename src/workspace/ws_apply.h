@@ -69,6 +69,7 @@ struct ws_apply_report {
 	size_t n, cap;
 	size_t count[WS_RESULT_MAX];
 	size_t temps_removed;
+	bool dry_run;           /* rendered as what would be done */
 };
 
 /* host_root: the project (followed if it is itself a symlink: the user named it). base: the
