@@ -17,7 +17,9 @@
 #include "image/import.h"
 #include "image/oci_json.h"
 #include "image/registry.h"
+#include "image/oci_ref.h"
 #include "image/vmdisk.h"
+#include "profile/jsonpos.h"
 #include "profile/profile.h"
 #include "util/fdio.h"
 #include "workspace/ws_path.h"
@@ -412,15 +414,31 @@ static int default_mirror(char **ret, pd_err *err)
 		return 0;
 	if (r < 0)
 		return pd_error(err, r, "cannot read %s", path);
-	cJSON *root = NULL;
-	const char *m = NULL;
-	r = oci_json_parse(buf, len, 64 * 1024, path, &root, err);
-	if (r == 0 && !cJSON_IsObject(root))
-		r = pd_error_msg(err, EINVAL, "%s: expected an object", path);
-	if (r == 0 && (r = oci_json_string(root, "registryMirror", false, 2048, path, "", &m, err)) == 0)
-		*ret = xstrdup(m);
+	/* a config file: its errors say file:line:col (profile/jsonpos.h, as profiles' do) */
+	size_t off = 0;
+	unsigned line, col;
+	const char *what = NULL;
+	if (json_check_syntax(buf, len, 16, &off, &what) < 0) {
+		json_linecol(buf, len, off, &line, &col);
+		return pd_error_msg(err, EINVAL, "%s:%u:%u: invalid JSON: %s", path, line, col, what);
+	}
+	cJSON *root = cJSON_ParseWithLength(buf, len);
+	if (!root)
+		return pd_error_msg(err, EINVAL, "%s: invalid JSON", path);
+	const cJSON *node = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "registryMirror") : root;
+	r = 0;
+	if (node && (!cJSON_IsString(node) || strlen(node->valuestring) > 2048)) {
+		size_t key = 0, val = 0;
+		if (json_locate(buf, len, root, node, &key, &val) < 0)
+			val = 0;
+		json_linecol(buf, len, val, &line, &col);
+		r = node == root ? pd_error_msg(err, EINVAL, "%s:%u:%u: expected an object {\"registryMirror\": URL}", path, line, col)
+				 : pd_error_msg(err, EINVAL, "%s:%u:%u: registryMirror: expected a URL string", path, line, col);
+	} else if (node) {
+		*ret = xstrdup(node->valuestring);
+	}
 	cJSON_Delete(root);
-	return r == -ENOENT ? 0 : r;
+	return r;
 }
 
 int cli_image_pull(struct img_store *s, const char *ref, struct img_record **ret, pd_err *err)
@@ -466,6 +484,12 @@ static int image_add(const char *verb, int argc, char **argv)
 	if (optind != argc - 1)
 		return cli_usage("image", "image %s takes one %s", verb, pull ? "REF" : "FILE");
 	pd_err err = {0};
+	if (pull) { /* a reference that cannot be one is a usage error, said before any network */
+		struct oci_ref *ref = NULL;
+		if (oci_ref_parse(argv[optind], &ref, &err) < 0)
+			return cli_usage("image", "%s", err.msg);
+		oci_ref_free(ref);
+	}
 	_cleanup_img_store_ struct img_store *s = NULL;
 	_cleanup_img_record_ struct img_record *r = NULL;
 	_cleanup_free_ char *mirror = NULL;

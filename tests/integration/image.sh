@@ -187,6 +187,12 @@ t_pull_token_auth_and_redirect() {
 	check_tree "$(rootfs_of "127.0.0.1:$PORT/test/app:single")"
 }
 
+# a reference that cannot be one is a usage error, said before any connection
+t_pull_of_a_bad_reference_is_a_usage_error() {
+	assert_status 2 pd image pull 'Bad Ref'
+	assert_status 2 pd image pull 'a/b:c:d'
+}
+
 t_pull_refuses_digest_mismatch() {
 	mk layout "$PADDOCK_HOME/lay"
 	start_registry "$PADDOCK_HOME/lay" --corrupt
@@ -211,6 +217,14 @@ t_pull_through_mirror() {
 	XDG_CONFIG_HOME="$PADDOCK_HOME/cfg" pd image pull --name fromconfig/app:1 test/app:single
 	printf '{"registryMirror": 5}' >"$PADDOCK_HOME/cfg/paddock/images.json"
 	assert_status 125 env XDG_CONFIG_HOME="$PADDOCK_HOME/cfg" "$PADDOCK" image pull test/app:single
+	# a config file's errors say file:line:col
+	assert_contains "$(XDG_CONFIG_HOME="$PADDOCK_HOME/cfg" pd image pull test/app:single 2>&1)" \
+		"images.json:1:20: registryMirror: expected a URL string"
+	printf '{\n  "registryMirror": "x",\n}' >"$PADDOCK_HOME/cfg/paddock/images.json"
+	assert_contains "$(XDG_CONFIG_HOME="$PADDOCK_HOME/cfg" pd image pull test/app:single 2>&1)" \
+		"images.json:3:1: invalid JSON"
+	# userinfo in a mirror is refused (it made curl's host another than the one checked)
+	assert_status 125 pd image pull --registry-mirror "http://127.0.0.1:$PORT@example.com" test/app:v1
 	# plain http to a mirror off loopback is refused
 	assert_status 125 pd image pull --registry-mirror http://mirror.example.com test/app:v1
 }
