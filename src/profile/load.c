@@ -54,8 +54,12 @@ static int load_builtin(const struct profile_builtin *b, struct profile **ret,
 static int read_user_file(const char *path, char **ret_text, size_t *ret_len, pd_err *err)
 {
 	struct stat st;
-	if (stat(path, &st) < 0)
-		return errno == ENOENT ? -ENOENT : pd_error(err, errno, "cannot read %s", path);
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return pd_error(err, errno, "cannot read %s", path);
+		/* a link whose target is gone is a broken definition, not an unknown name */
+		return lstat(path, &st) == 0 ? pd_error_msg(err, EINVAL, "%s: a symbolic link to a missing file", path) : -ENOENT;
+	}
 	if (!S_ISREG(st.st_mode))
 		return pd_error_msg(err, EINVAL, "%s: not a regular file", path);
 	int r = read_file_at(AT_FDCWD, path, PROFILE_FILE_MAX, ret_text, ret_len);

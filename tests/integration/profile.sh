@@ -217,6 +217,11 @@ t_profile_names_and_errors() {
 	out=$(pd run --rm -T --workspace none nobase 2>&1) || rc=$?
 	assert_eq "$rc" "125"
 	assert_contains "$out" "profile nobase: base image 127.0.0.1:1/none:1"
+	# a definition that is a link to nothing is said to be that, not an unknown name
+	ln -sf /nonexistent "$XDG_CONFIG_HOME/paddock/agents/dangling.json"
+	out=$(pd profile show dangling 2>&1) && fail "a dangling profile showed: $out"
+	assert_contains "$out" "dangling.json: a symbolic link to a missing file"
+	rm -f "$XDG_CONFIG_HOME/paddock/agents/dangling.json"
 }
 
 # The built-ins against the real npm registry: `paddock run NAME -- --version` installs
