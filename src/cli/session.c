@@ -87,7 +87,7 @@ struct pump {
 				 * waits for us to read (that would deadlock a `cat`) */
 	uint32_t stream;
 	int *start_lock;
-	bool tty, stdin_open, done, sent_sigpipe;
+	bool tty, stdin_open, done, sent_gone[2];
 	int status;
 	pd_err *err;
 	int r;
@@ -112,16 +112,17 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 	switch (f->hdr.type) {
 	case PROTO_STDOUT:
 	case PROTO_STDERR:
-		/* a reader that went away (EPIPE) is not our failure: the command gets SIGPIPE, as
-		 * in a shell pipeline (`yes | head` ends), and we keep draining for its status */
+		/* a reader that went away (EPIPE) is not our failure: the box closes that pipe's
+		 * read end, so the command's writer gets SIGPIPE, as in a shell pipeline (`yes |
+		 * head` ends; the rest of a script goes on), and we keep draining for its status */
 		if (fd_write_all(f->hdr.type == PROTO_STDOUT ? p->out_fd : p->err_fd, f->payload, f->hdr.len) < 0) {
+			int which = f->hdr.type == PROTO_STDOUT ? 0 : 1;
 			if (errno != EPIPE)
 				p->r = pd_error(p->err, errno, "cannot write the command's output");
-			else if (!p->sent_sigpipe) {
-				uint8_t sig[4];
-				proto_put_u32(sig, SIGPIPE);
-				pump_send(p, PROTO_SIGNAL, sig, 4);
-				p->sent_sigpipe = true;
+			else if (!p->sent_gone[which]) {
+				uint8_t fdno = (uint8_t)(which + 1);
+				pump_send(p, PROTO_EOF, &fdno, 1);
+				p->sent_gone[which] = true;
 			}
 		}
 		break;

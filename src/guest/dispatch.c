@@ -93,12 +93,15 @@ static int on_stdin(struct init *in, const struct proto_frame *f)
 
 static int on_eof(struct init *in, const struct proto_frame *f)
 {
-	/* the peer can only close the session's stdin */
-	if (f->hdr.stream == 0 || f->hdr.len != 1 || f->payload[0] != 0)
+	/* the peer closes the session's stdin (0), or says its reader of stdout (1) or stderr (2)
+	 * went away */
+	if (f->hdr.stream == 0 || f->hdr.len != 1 || f->payload[0] > 2)
 		return -EBADMSG;
 	struct session *s = init_session_find(in, f->hdr.stream);
-	if (s)
+	if (s && f->payload[0] == 0)
 		session_stdin_eof(s);
+	else if (s)
+		session_output_gone(s, f->payload[0] - 1);
 	return 0;
 }
 

@@ -222,6 +222,16 @@ static void session_close_out(struct session *s, int i, struct proto_conn *c)
 	s->eof_sent[i] = true;
 }
 
+void session_output_gone(struct session *s, int i)
+{
+	if (s->tty || i < 0 || i > 1)
+		return;
+	/* the reader on the far side went away: our read end goes, so the session's writer gets
+	 * EPIPE (SIGPIPE) on its next write, as in a shell pipeline, and only the writer does */
+	session_close(s, &s->out_fd[i]);
+	s->eof_sent[i] = true;
+}
+
 bool session_pump(struct session *s, int i, struct proto_conn *c, uint64_t now)
 {
 	static uint8_t buf[SESSION_CHUNK];

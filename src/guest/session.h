@@ -52,6 +52,8 @@ void session_stdin_eof(struct session *s);
 void session_flush_stdin(struct session *s);
 size_t session_stdin_pending(const struct session *s);
 
+/* The peer's reader of stdout (i 0) or stderr (1) is gone: the pipe's read end closes. */
+void session_output_gone(struct session *s, int i);
 void session_resize(struct session *s, uint16_t rows, uint16_t cols);
 void session_signal(struct session *s, int sig);
 

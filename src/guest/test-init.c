@@ -782,7 +782,7 @@ static void bad_frame(uint16_t type, uint32_t stream, const void *p, uint32_t le
 
 static void test_malformed(void **state)
 {
-	uint8_t hdr[PROTO_HDR_SIZE], two = 2;
+	uint8_t hdr[PROTO_HDR_SIZE], three = 3;
 	struct proto_hdr h = {.type = 999, .stream = 0, .len = 0};
 	proto_encode_hdr(hdr, &h);
 	box_start(&B, false);
@@ -792,7 +792,7 @@ static void test_malformed(void **state)
 	bad_frame(PROTO_STDOUT, 1, "x", 1);         /* ours to send, not to receive */
 	bad_frame(PROTO_EXEC, 1, "\x01\x00", 2);    /* truncated TLV */
 	bad_frame(PROTO_EXEC, 0, NULL, 0);          /* stream 0 */
-	bad_frame(PROTO_EOF, 1, &two, 1);           /* only stdin can be closed */
+	bad_frame(PROTO_EOF, 1, &three, 1);         /* stdin closed, stdout or stderr gone: 0..2 */
 	bad_frame(PROTO_SIGNAL, 1, "\x00\x00\x01\x00", 4); /* no signal 65536 */
 	bad_frame(PROTO_STOP, 0, "\x01", 1);
 	bad_frame(PROTO_RESIZE, 1, "\x01", 1);

@@ -72,6 +72,14 @@ t_closed_stdin_and_a_gone_reader_end_the_command() {
 	timeout 60 "$PADDOCK" run --rm --backend "$PD_BACKEND" --workspace none -- yes | head -c 4 >/dev/null
 	local st=${PIPESTATUS[0]}
 	assert_eq "$st" "141" "yes | head: the status of the box's yes"
+	# only the writer gets SIGPIPE (the pipe to it closes), not the whole command: a script
+	# goes on after its pipeline, as it would on the host
+	local err=$PADDOCK_HOME/gone-reader.err
+	timeout 60 "$PADDOCK" run --rm --backend "$PD_BACKEND" --workspace none -- \
+		sh -c 'yes | head -c 50M; echo after >&2; exit 3' 2>"$err" | head -c 4 >/dev/null
+	st=${PIPESTATUS[0]}
+	assert_eq "$st" "3" "the script's own status"
+	assert_eq "$(cat "$err")" "after"
 }
 t_tty_allocated_when_stdin_is_a_terminal() {
 	local out
