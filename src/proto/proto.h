@@ -29,7 +29,8 @@ enum proto_type {
 	PROTO_STDIN,    /* raw bytes */
 	PROTO_STDOUT,   /* raw bytes */
 	PROTO_STDERR,   /* raw bytes */
-	PROTO_EOF,      /* u8 fd: the sender closed this stream (0 = stdin, 1 = stdout, 2 = stderr) */
+	PROTO_EOF,      /* u8 fd: the sender closed this stream (0 = stdin, 1 = stdout, 2 = stderr);
+			 * towards the box, 1 and 2 say the reader of that output went away */
 	PROTO_RESIZE,   /* u16 rows, u16 cols */
 	PROTO_SIGNAL,   /* u32 signal number, delivered to the session's process group */
 	PROTO_EXIT,     /* i32 exit status (shell-style: code, or 128+N for signal N) */
