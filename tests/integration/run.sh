@@ -43,6 +43,16 @@ t_usage_errors_exit_2() {
 	[ -z "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" ] || fail "a refused run left a box: $(ls "$PADDOCK_HOME/boxes")"
 	assert_eq "$(pd run --rm --workspace none -- sh -c 'echo ${#1}' x "${big:0:65535}")" "65535"
 }
+# a -v whose two ends differ in type says so, with the fix that is the user's
+t_a_bind_of_the_wrong_type_says_which() {
+	pd_only ns "binds"
+	mkdir -p "$PADDOCK_HOME/d"
+	local out
+	out=$(pd run --rm --workspace none -v "$PADDOCK_HOME/d:/etc/passwd" -- true 2>&1) && fail "started: $out"
+	assert_contains "$out" "bind target /etc/passwd exists with another type"
+	assert_contains "$out" "check the -v paths"
+	assert_not_contains "$out" "the kernel must allow"
+}
 t_stdout_and_stderr_kept_apart() {
 	local out err
 	out=$(pd_run -- sh -c 'echo to-out; echo to-err >&2' 2>/tmp/pd-err.$$)

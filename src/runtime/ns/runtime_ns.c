@@ -52,8 +52,13 @@ static int layer_error(pd_err *err, enum ns_layer l)
 	size_t n = strnlen(err->msg, sizeof(what) - 1);
 	memcpy(what, err->msg, n);
 	what[n] = '\0';
+	/* a bind the user asked for is the user's to fix, not the kernel's */
+	const char *hint = l == NS_LAYER_MOUNT && strstr(what, "bind ")
+				   ? "check the -v paths: a directory binds onto a directory and a file onto a file, "
+				     "and the box path may not cross a symlink"
+				   : ns_layer_hint(l);
 	snprintf(err->msg, sizeof(err->msg), "%s layer: %s; refusing to start the box: %s", ns_layer_name(l), what,
-		 ns_layer_hint(l));
+		 hint);
 	return -(err->code ? err->code : EIO);
 }
 
