@@ -111,8 +111,10 @@ static int parse_names(const char *verb, int argc, char **argv, const struct opt
 			fputs(help, stdout);
 			return 0;
 		}
-		if (c == '?' || onopt(c, ctx) < 0)
-			return cli_usage(verb, "bad option '%s'", argv[optind - 1]);
+		if (c == 't' && onopt(c, ctx) < 0)
+			return cli_usage(verb, "-t wants whole seconds from 0 to 600, got '%s'", optarg);
+		if (c == '?' || (c != 't' && onopt(c, ctx) < 0))
+			return cli_usage(verb, "unknown option or missing value: '%s'", argv[optind - 1]);
 	}
 	if (optind >= argc)
 		return -1; /* caller decides whether no names is fine */
