@@ -370,9 +370,20 @@ static int import_docker_save(struct img_store *s, struct archive_src *a, const 
 		r = -ENOENT;
 	if (r == 0)
 		r = synth_manifest(s, a, im, top, err);
-	_cleanup_free_ char *name = r == 0 ? img_import_default_name(o->name, o->tag ? o->tag : im->repo_tags[0], path, NULL) : NULL;
+	const char *tag = r == 0 ? (o->tag ? o->tag : im->repo_tags[0]) : NULL;
+	_cleanup_free_ char *name = r == 0 ? img_import_default_name(o->name, tag, path, NULL) : NULL;
 	if (r == 0 && !name)
 		r = pd_error_msg(err, EINVAL, "cannot make an image name from '%s'; give one with --name", path);
+	_cleanup_free_ char *canon = tag && !o->name ? img_name_normalize(tag) : NULL;
+	if (r == 0 && tag && !o->name && !canon && o->progress) {
+		/* the archive's name, shown with anything unprintable as '?' (it is the archive's) */
+		_cleanup_free_ char *shown = xstrndup(tag, 200);
+		for (char *c = shown; *c; c++)
+			if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+				*c = '?';
+		fprintf(o->progress, "note: the archive's tag '%s' is not a valid image name; named %s instead (or give --name)\n",
+			shown, name);
+	}
 	_cleanup_free_ char *source = xasprintf("import %s", path);
 	if (r == 0)
 		r = img_ingest(s, &a->f, top, name, source, ret, err);

@@ -107,6 +107,15 @@ PY
 	assert_status 125 pd image inspect local/dup:1
 }
 
+# a docker-save tag that is no image name is said, and the name made from the file is given
+t_import_says_when_the_archive_tag_is_not_a_name() {
+	mk docker-save "$PADDOCK_HOME/badtag.tar" --repo-tag 'BAD TAG!!'
+	local out
+	out=$(pd image import "$PADDOCK_HOME/badtag.tar" 2>&1)
+	assert_contains "$out" "the archive's tag 'BAD TAG!!' is not a valid image name; named localhost/badtag:latest"
+	assert_contains "$(pd image ls)" "localhost/badtag:latest"
+}
+
 t_import_refuses_tampered_oci_blob() {
 	mk layout "$PADDOCK_HOME/lay"
 	local layer

@@ -242,7 +242,7 @@ def make_docker_save(args):
         add_dir(t, "%064x" % 99)
         add_link(t, "%064x/layer.tar" % 99, "../%064x/layer.tar" % 1)
         add_file(t, "manifest.json", json.dumps([{
-            "Config": cfg_name, "RepoTags": ["test/app:v1"], "Layers": paths}]).encode())
+            "Config": cfg_name, "RepoTags": [args.repo_tag or "test/app:v1"], "Layers": paths}]).encode())
         add_file(t, "repositories", json.dumps({"test/app": {"v1": "%064x" % len(raw)}}).encode())
 
 
@@ -258,6 +258,7 @@ def main():
     ap.add_argument("--gzip", action="store_true")
     ap.add_argument("--forge", action="store_true")
     ap.add_argument("--user")
+    ap.add_argument("--repo-tag")
     args = ap.parse_args()
     global CONFIG_USER
     CONFIG_USER = args.user
