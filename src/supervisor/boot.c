@@ -156,6 +156,8 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 		}
 		return r;
 	}
+	if (rt == &runtime_vm)
+		vm_box_booted(&b->h);
 	*ret_net = net;
 	return 0;
 }

@@ -157,10 +157,14 @@ t_console_flood_stays_capped() {
 # control channel closed; nothing of the box is left.
 t_a_failed_boot_says_why() {
 	pd_only vm "QEMU"
-	local out
+	local out before
+	before=$(ls "$(tpl_dir)" 2>/dev/null | sort)
 	out=$(pd run --rm --workspace none --memory 1T -- true 2>&1) && fail "a 1 TiB guest started: $out"
 	assert_contains "$out" "QEMU said:"
 	assert_contains "$out" "guest memory"
+	# and no template builder for a configuration that never came up
+	sleep 2
+	assert_eq "$(ls "$(tpl_dir)" 2>/dev/null | sort)" "$before" "a template builder ran for a failed boot"
 	assert_status 2 pd run --rm --workspace none --memory 64M -- true
 	assert_eq "$(pd ls | tail -n +2)" ""
 }

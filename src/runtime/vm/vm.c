@@ -34,6 +34,11 @@ struct vm_box {
 	bool restored;            /* from tpl, not booted */
 	struct vm_template tpl;
 	char reason[320];
+	/* a template to make once this box has greeted (vm_box_booted): none for a
+	 * configuration that never comes up */
+	struct vm_template build;
+	char **build_argv, *build_base;
+	bool build_net;
 };
 
 /* $PADDOCK_HOME of the box: the environment's, else the grandparent of cfg->state_dir
@@ -348,12 +353,24 @@ static int plan_template(struct start_ctx *c, pd_err *err)
 	return 0;
 }
 
-static void build_template_later(const struct start_ctx *c)
+/* The builder's argv for this configuration, kept in the box until it has greeted. */
+static void build_template_later(struct start_ctx *c, struct vm_box *b)
 {
 	_cleanup_free_ char *disk = xasprintf("%s.tmp", c->tpl.disk);
-	_cleanup_strv_ char **argv = NULL;
-	if (template_argv(c, disk, &argv, NULL) == 0)
-		vm_template_build_async(&c->tpl, argv, c->base, c->cfg->network);
+	if (template_argv(c, disk, &b->build_argv, NULL) < 0)
+		return;
+	b->build = c->tpl, c->tpl = (struct vm_template){0};
+	b->build_base = xstrdup(c->base);
+	b->build_net = c->cfg->network;
+}
+
+void vm_box_booted(struct box_handle *h)
+{
+	struct vm_box *b = h->priv;
+	if (!b || !b->build_argv)
+		return;
+	vm_template_build_async(&b->build, b->build_argv, b->build_base, b->build_net);
+	strv_free(TAKE_PTR(b->build_argv));
 }
 
 static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
@@ -416,13 +433,14 @@ static int vm_start(const struct box_config *cfg, struct box_handle *ret, pd_err
 		r = plan_template(&c, err);
 	if (r == 0)
 		r = prepare_disk(&c, err);
-	/* no template for this configuration yet: the next fresh box gets one */
-	if (r == 0 && c.use_template && !c.restore)
-		build_template_later(&c);
 	if (r == 0)
 		r = prepare_channels(&c, err);
 	if (r == 0)
 		r = spawn(&c, ret, err);
+	/* no template for this configuration yet: the next fresh box gets one, made once this
+	 * box has come up (a configuration that never boots gets no builder) */
+	if (r == 0 && c.use_template && !c.restore)
+		build_template_later(&c, ret->priv);
 	/* QEMU's ends of the sockets close here: if QEMU dies, the supervisor sees EOF */
 	start_ctx_done(&c);
 	return r;
@@ -460,6 +478,9 @@ static void vm_cleanup(struct box_handle *h)
 		if (b->console_running)
 			vm_console_join(b->console);
 		vm_template_done(&b->tpl);
+		vm_template_done(&b->build);
+		strv_free(b->build_argv);
+		free(b->build_base);
 		free(b);
 		h->priv = NULL;
 	}

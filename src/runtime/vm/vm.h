@@ -40,6 +40,9 @@ enum vm_accel vm_box_accel(const struct box_handle *h);
 const char *vm_box_accel_reason(const struct box_handle *h);
 /* The box was restored from a template (vm_template.h), not booted. */
 bool vm_box_restored(const struct box_handle *h);
+/* The box's guest greeted: start the template builder its start planned, if any (a box
+ * whose configuration never comes up starts none). */
+void vm_box_booted(struct box_handle *h);
 /* Its restore failed: the template is removed so that no later box tries it. */
 void vm_box_reject_template(const struct box_handle *h);
 /* Whether that verdict came from a probe boot of this start (say it once, then only in
