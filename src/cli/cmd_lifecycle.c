@@ -8,6 +8,7 @@
 #include "cli/wsnap.h"
 #include "runtime/ns/ns_cgroup.h"
 #include "supervisor/supervisor.h"
+#include "supervisor/wsbox.h"
 #include "util/fdio.h"
 
 /* Waits until no supervisor holds the box (its supervisor.lock is free). */
@@ -157,6 +158,10 @@ int cli_start_box(const char *dir, bool *ret_started, pd_err *err)
 		return pd_error_msg(err, EINVAL, "sandbox '%s' was made by 'paddock run --rm' and %s; remove it with 'paddock rm'",
 				    strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir,
 				    st.status == BOX_STATUS_RUNNING ? "runs inside that run" : "its run is gone");
+	if (*ret_started) { /* the temp file of a save whose stop was killed half-way */
+		_cleanup_free_ char *tmp = xasprintf("%s/%s.tmp", dir, WSBOX_SAVED_TAR);
+		(void)unlink(tmp);
+	}
 	return *ret_started ? supervisor_spawn(dir, err) : 0;
 }
 

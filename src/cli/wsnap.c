@@ -1,6 +1,7 @@
 /* wsnap.c — snapshots of a box's workspace for diff and apply. */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -359,10 +360,16 @@ int wsnap_save_tar(const char *box_dir, pd_err *err)
 	box_spec_free(&spec);
 	_cleanup_free_ char *tmp = xasprintf("%s/%s.tmp", box_dir, WSBOX_SAVED_TAR);
 	_cleanup_free_ char *dst = xasprintf("%s/%s", box_dir, WSBOX_SAVED_TAR);
+	/* a save killed half-way (stop interrupted) left its temp file: gone before this one */
+	(void)unlink(tmp);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		return pd_error(err, errno, "cannot fork");
 	if (pid == 0) {
+		/* it dies with the stop that asked for it (whose rename then never comes) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(125);
 		/* the stream is the box's output: bound what it may cost the host's disk */
 		struct rlimit rl = {WSNAP_SAVE_MAX, WSNAP_SAVE_MAX};
 		setrlimit(RLIMIT_FSIZE, &rl);

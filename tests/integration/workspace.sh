@@ -300,6 +300,31 @@ t_binds_over_the_workspace_are_refused() {
 	(cd "$P" && assert_status 0 pd run --rm -v "$PADDOCK_HOME/hostdir:/data" -- true)
 }
 
+# A stop killed while it saves the workspace leaves the box running and no writer behind; its
+# temp file goes at the next start, and the next stop saves in full.
+t_a_stop_killed_while_saving_leaves_nothing_running() {
+	pd_only ns "only an ns box's stop saves its workspace"
+	mkproj
+	(cd "$P" && pd create --memory 2G wskill >/dev/null)
+	pd exec wskill -- sh -c 'head -c 400M /dev/urandom >big.bin'
+	"$PADDOCK" stop wskill >/dev/null 2>&1 &
+	local pid=$! tmp=$PADDOCK_HOME/boxes/wskill/workspace.tar.tmp
+	for _ in $(seq 200); do [ -s "$tmp" ] && break; sleep 0.01; done
+	kill -KILL $pid
+	wait $pid 2>/dev/null || true
+	sleep 0.5
+	local size1 size2
+	size1=$(stat -c %s "$tmp" 2>/dev/null || echo 0)
+	sleep 0.5
+	size2=$(stat -c %s "$tmp" 2>/dev/null || echo 0)
+	assert_eq "$size2" "$size1" "the killed stop's writer went on writing"
+	pd stop wskill >/dev/null
+	[ ! -e "$tmp" ] || fail "the temp file outlived a full save"
+	pd start wskill
+	assert_eq "$(pd exec wskill -- stat -c %s big.bin)" "419430400"
+	pd rm -f wskill >/dev/null
+}
+
 # A copied file the agent moves into an ignored directory reads as deleted, and its new place
 # is kept out of the diff: the diff says where it went, so the user does not lose it to apply.
 t_a_file_moved_into_an_ignored_directory_is_noted() {
