@@ -119,10 +119,17 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 			int which = f->hdr.type == PROTO_STDOUT ? 0 : 1;
 			if (errno != EPIPE)
 				p->r = pd_error(p->err, errno, "cannot write the command's output");
-			else if (!p->sent_gone[which]) {
+			else if (!p->sent_gone[which] && !p->tty && sup_peer_minor >= PROTO_MINOR_OUTPUT_GONE) {
 				uint8_t fdno = (uint8_t)(which + 1);
 				pump_send(p, PROTO_EOF, &fdno, 1);
 				p->sent_gone[which] = true;
+			} else if (!p->sent_gone[0] && !p->sent_gone[1]) {
+				/* a terminal's output has no pipe to close in the box, and a peer of
+				 * minor 0 knows no such EOF: the session's process group gets SIGPIPE */
+				uint8_t sig[4];
+				proto_put_u32(sig, SIGPIPE);
+				pump_send(p, PROTO_SIGNAL, sig, 4);
+				p->sent_gone[0] = p->sent_gone[1] = true;
 			}
 		}
 		break;

@@ -14,7 +14,10 @@
 
 #define PROTO_MAGIC 0x4b434450u /* "PDCK" */
 #define PROTO_VERSION_MAJOR 1
-#define PROTO_VERSION_MINOR 0
+/* 1: an EOF(1|2) sent towards the box says the reader of that output went away (minor 0
+ * peers end the box on it: a sender checks the peer's minor first) */
+#define PROTO_VERSION_MINOR 1
+#define PROTO_MINOR_OUTPUT_GONE 1
 #define PROTO_HDR_SIZE 12u
 #define PROTO_MAX_PAYLOAD (256u * 1024u)
 #define PROTO_MAX_ARGS 4096u

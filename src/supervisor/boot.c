@@ -58,6 +58,8 @@ static int recv_deadline(int fd, uint8_t *buf, struct proto_frame *f, int64_t de
 	}
 }
 
+uint16_t sup_peer_minor;
+
 static int greet(int fd, int64_t deadline, pd_err *err)
 {
 	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
@@ -72,6 +74,7 @@ static int greet(int fd, int64_t deadline, pd_err *err)
 		return pd_error_msg(err, EPROTO, "paddock-init sent a malformed greeting");
 	if (major != PROTO_VERSION_MAJOR)
 		return pd_error_msg(err, EPROTO, "paddock-init speaks protocol %u, expected %u", major, PROTO_VERSION_MAJOR);
+	sup_peer_minor = minor;
 	r = proto_send_hello(fd);
 	return r < 0 ? pd_error(err, r, "cannot greet paddock-init") : 0;
 }

@@ -237,7 +237,8 @@ static void accept_client(struct sup *s)
 		uint8_t p[8];
 		proto_put_u32(p, PROTO_MAGIC);
 		proto_put_u16(p + 4, PROTO_VERSION_MAJOR);
-		proto_put_u16(p + 6, PROTO_VERSION_MINOR);
+		/* what this supervisor and its box's init both speak: frames are relayed as they are */
+		proto_put_u16(p + 6, sup_peer_minor < PROTO_VERSION_MINOR ? sup_peer_minor : PROTO_VERSION_MINOR);
 		proto_conn_send(&c->conn, PROTO_HELLO, 0, 0, p, 8);
 		s->clients[i] = c;
 		return;
@@ -403,6 +404,8 @@ int sup_connect(const char *box_dir, pd_err *err)
 		return pd_error_msg(err, code ? code : EBUSY, "the sandbox's supervisor refused the connection: %s", msg);
 	if (r == 0 && (proto_decode_hello(&f, &ma, &mi) < 0 || ma != PROTO_VERSION_MAJOR))
 		r = -EPROTO;
+	if (r == 0)
+		sup_peer_minor = mi;
 	if (r == 0)
 		r = proto_send_hello(fd);
 	if (r < 0)

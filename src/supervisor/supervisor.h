@@ -47,3 +47,8 @@ int supervisor_spawn(const char *box_dir, pd_err *err);
 
 /* Connects to a running box's control socket and completes the handshake. */
 int sup_connect(const char *box_dir, pd_err *err);
+
+/* The protocol minor version of the last peer this process greeted: paddock-init for a
+ * supervisor (and for `run --rm`, its own supervisor), the supervisor for a CLI. A frame that
+ * needs a newer minor is sent only to a peer that speaks it (proto.h). */
+extern uint16_t sup_peer_minor;

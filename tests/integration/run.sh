@@ -90,6 +90,12 @@ t_closed_stdin_and_a_gone_reader_end_the_command() {
 	st=${PIPESTATUS[0]}
 	assert_eq "$st" "3" "the script's own status"
 	assert_eq "$(cat "$err")" "after"
+	# a terminal session has no pipe to close in the box: its process group gets SIGPIPE
+	local sh=$PADDOCK_HOME/tty-gone.sh out
+	printf '%q run --rm --backend %q --workspace none -t -- yes | head -c 4 >/dev/null\necho "rc=${PIPESTATUS[0]}"\n' \
+		"$PADDOCK" "$PD_BACKEND" >"$sh"
+	out=$(timeout 60 script -qec "bash $sh" /dev/null </dev/null | tr -d '\r')
+	assert_contains "$out" "rc=141"
 }
 t_tty_allocated_when_stdin_is_a_terminal() {
 	local out
