@@ -60,6 +60,18 @@ static int recv_deadline(int fd, uint8_t *buf, struct proto_frame *f, int64_t de
 
 uint16_t sup_peer_minor;
 
+/* An empty file at path, synced with its directory. */
+static int write_file_str_new(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fsync(fd) < 0)
+		return -errno;
+	_cleanup_free_ char *dir = xstrdup(path);
+	*strrchr(dir, '/') = '\0';
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return dfd < 0 || fsync(dfd) < 0 ? -errno : 0;
+}
+
 static int greet(int fd, int64_t deadline, pd_err *err)
 {
 	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
@@ -174,12 +186,19 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	box_config_from_spec(spec, box_dir, &b.cfg);
 	int64_t t0 = mono_ms();
 	_cleanup_(wsbox_copy_endp) struct wsbox_copy *ws = NULL;
-	/* A vm box's disk outlives its QEMU: once it exists, the workspace on it is the box's own
-	 * (the agent's edits and deletions included) and is not copied in again — a copy over it
-	 * would undo edits and bring deleted files back. An ns box's tmpfs dies with it: its
-	 * restart copies the workspace saved at stop back in. */
+	/* A vm box's disk outlives its QEMU: once its first copy-in has completed (the marker,
+	 * written after it), the workspace on it is the box's own (the agent's edits and
+	 * deletions included) and is not copied in again — a copy over it would undo edits and
+	 * bring deleted files back. A disk without the marker holds a copy-in that never
+	 * finished: it goes, and the copy-in starts over on a fresh one (else diff would read
+	 * the missing files as deleted, and apply delete them on the host). An ns box's tmpfs
+	 * dies with it: its restart copies the workspace saved at stop back in. */
 	_cleanup_free_ char *disk = xasprintf("%s/disk.qcow2", box_dir);
-	bool ws_on_disk = b.rt != &runtime_ns && access(disk, F_OK) == 0;
+	_cleanup_free_ char *marker = xasprintf("%s/%s", box_dir, WSBOX_ON_DISK);
+	bool vm_copy = b.rt != &runtime_ns && spec->workspace && streq(spec->workspace, "copy") && spec->project;
+	bool ws_on_disk = vm_copy && access(disk, F_OK) == 0 && access(marker, F_OK) == 0;
+	if (vm_copy && !ws_on_disk)
+		(void)unlink(disk);
 	int r = ws_on_disk ? 0 : box_workspace_begin(spec, box_dir, b.rt == &runtime_ns, &ws, err);
 	if (r < 0)
 		return r;
@@ -200,6 +219,10 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	r = spec->ca_file ? copy_ca(&b, spec->ca_file, err) : 0;
 	if (r == 0)
 		r = box_workspace_copyin(&b, ws, err);
+	/* the vm box's disk now holds its whole workspace (synced by the guest before the tar
+	 * ended): from here on it is the box's own */
+	if (r == 0 && vm_copy && !ws_on_disk && (r = write_file_str_new(marker)) < 0)
+		pd_error(err, r, "cannot record the box's workspace as copied");
 	if (r < 0) {
 		boot_undo(&b, net);
 		return r;

@@ -10,6 +10,8 @@
 #define WSBOX_BASE_MANIFEST "base.manifest"
 #define WSBOX_NOTES "copyin.notes"
 #define WSBOX_SAVED_TAR "workspace.tar"
+/* A vm box's: its disk holds the completed copy-in (boot.c) */
+#define WSBOX_ON_DISK "workspace.on-disk"
 #define WSBOX_BASELINE "box.baseline"    /* the box's scan of its fresh copy (ws-scan records) */
 #define WSBOX_BASELINE_MAX (512ull << 20)
 

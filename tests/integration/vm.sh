@@ -197,6 +197,14 @@ t_qemu_killed_midrun_box_recovers() {
 	[ ! -e "$PADDOCK_HOME/boxes/qk/workspace.tar" ] || fail "a vm box's stop saved its workspace as a tar"
 	pd start qk
 	assert_eq "$(pd exec qk -- cat /workspace/f.txt)" "changed"
+	# a disk whose first copy-in never finished (no marker) is not taken for the box's own:
+	# the box starts on a fresh disk with the project copied in again
+	pd stop qk
+	rm -f "$PADDOCK_HOME/boxes/qk/workspace.on-disk"
+	pd start qk
+	assert_eq "$(pd exec qk -- cat /workspace/f.txt)" "base"
+	assert_eq "$(pd exec qk -- cat /workspace/g.txt)" "keep"
+	[ -e "$PADDOCK_HOME/boxes/qk/workspace.on-disk" ] || fail "no marker after a completed copy-in"
 	pd rm -f qk
 }
 # An image on vm: its tree becomes a raw ext4 disk once (owners as in the image: root's shift
