@@ -592,7 +592,9 @@ char *profile_to_json(const struct profile *p)
 	cJSON_AddStringToObject(o, "displayName", p->display_name ? p->display_name : "");
 	cJSON_AddStringToObject(o, "baseImage", p->base_image ? p->base_image : "");
 	cJSON_AddItemToObject(o, "installCommands", strv_json(p->install_commands));
-	cJSON_AddItemToObject(o, "launchCommand", strv_json(p->launch_command));
+	/* an unset launchCommand prints as nothing: [] is not a valid value (it names no program) */
+	if (p->launch_command && p->launch_command[0])
+		cJSON_AddItemToObject(o, "launchCommand", strv_json(p->launch_command));
 	cJSON_AddItemToObject(o, "environmentVariables", strv_json(p->environment));
 	cJSON_AddItemToObject(o, "mounts", mounts_json(p));
 	cJSON_AddItemToObject(o, "allowedHosts", strv_json(p->allowed_hosts));
