@@ -44,6 +44,8 @@ int cli_check_command(const char *verb, char *const *cmd);
 /* 0, or a usage error when -t (tty == 1) is asked without a terminal on stdin: said before
  * anything is made. */
 int cli_check_tty(const char *verb, int tty);
+/* What the copy-in left out (the box's copyin.notes), on stderr: at most 8 lines and a count. */
+void cli_print_copyin_notes(const char *box_dir);
 
 /* Parsers for option values (pure). Return 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *ret);

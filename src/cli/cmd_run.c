@@ -191,6 +191,8 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, cons
 	bool up = r == 0;
 	int status = EXIT_FAILURE_PD;
 	pd_debug("run --rm: box up");
+	if (r == 0)
+		cli_print_copyin_notes(dir);
 	if (r == 0 && n_copies)
 		copy_mounts(box.h.ctl_fd, true, o->spec.name, dir, copies, n_copies);
 	if (r == 0) {
@@ -247,6 +249,7 @@ static int run_persistent(struct box_opts *o, const char *home, char **cmd, cons
 		store_remove(dir, NULL);
 		return r;
 	}
+	cli_print_copyin_notes(dir);
 	copy_mounts(-1, false, o->spec.name, dir, copies, n_copies);
 	return attach(dir, o, cmd, err);
 }
@@ -485,6 +488,8 @@ int cmd_create(int argc, char **argv)
 		r = store_create(home, &o.spec, &err);
 	if (r == 0 && (r = supervisor_spawn(dir, &err)) < 0)
 		store_remove(dir, NULL);
+	if (r == 0)
+		cli_print_copyin_notes(dir);
 	if (r == 0)
 		printf("%s\n", o.spec.name);
 	box_spec_free(&o.spec);

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "proto/proto.h"
+#include "supervisor/wsbox.h"
 
 int cli_usage(const char *verb, const char *fmt, ...)
 {
@@ -199,4 +200,24 @@ int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err)
 		*ret_home = TAKE_PTR(home);
 	*ret_dir = TAKE_PTR(dir);
 	return 0;
+}
+
+void cli_print_copyin_notes(const char *box_dir)
+{
+	_cleanup_free_ char *path = xasprintf("%s/" WSBOX_NOTES, box_dir);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	char line[1024];
+	size_t n = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *tab = strchr(line, '\t');
+		if (!tab)
+			continue;
+		*tab = '\0';
+		/* written escaped by the supervisor (wsbox.c): printable as it is */
+		if (n++ < 8)
+			fprintf(stderr, "paddock: not copied in: %s (%s)\n", tab[1] ? tab + 1 : "", line);
+	}
+	if (n > 8)
+		fprintf(stderr, "paddock: … and %zu more not copied in (the list: %s)\n", n - 8, path);
 }

@@ -243,8 +243,14 @@ static int save_records(int dirfd, const char *box_dir, const struct ws_manifest
 			: ws_manifest_save_nosync(m, dirfd, WSBOX_BASE_MANIFEST, err);
 	_cleanup_free_ char *notes_path = xasprintf("%s/%s", box_dir, WSBOX_NOTES);
 	FILE *nf = r == 0 ? fopen(notes_path, "we") : NULL;
-	for (size_t i = 0; nf && i < notes->n; i++)
-		fprintf(nf, "%s\t%s\n", ws_reason_str(notes->v[i].reason), notes->v[i].path);
+	/* one line each, "REASON<TAB>PATH", the path escaped (a name may hold a newline; the
+	 * CLI shows these lines as they are) */
+	for (size_t i = 0; nf && i < notes->n; i++) {
+		_cleanup_free_ char *path = ws_escape_name(notes->v[i].path);
+		fprintf(nf, "%s\t%s\n", ws_reason_str(notes->v[i].reason), path);
+	}
+	if (nf && notes->dropped)
+		fprintf(nf, "and %zu more\t\n", notes->dropped);
 	if (nf)
 		fclose(nf);
 	return r;

@@ -25,6 +25,12 @@ t_copy_in_leaves_out_secrets_and_ignored() {
 	assert_not_contains "$out" ".env"
 	assert_not_contains "$out" "server.pem"
 	assert_not_contains "$out" "node_modules"
+	# and the user is told what was left out
+	local err
+	err=$(cd "$P" && pd_run -- true 2>&1 >/dev/null)
+	assert_contains "$err" "not copied in: .env (excluded by default (secrets))"
+	assert_contains "$err" "not copied in: server.pem"
+	assert_contains "$err" "not copied in: node_modules (excluded by .paddockignore)"
 }
 # the copy is also at the project's host path (a link to /workspace) when the box has root
 t_project_is_at_its_host_path_too() {
