@@ -55,7 +55,7 @@ static void test_ignore_defaults(void **state)
 	struct ws_ignore *ig = rules("!.env.example\n", true);
 	const char *secret[] = {".env", ".env.local", "cfg/.env.production", "tls/server.pem", "server.key",
 				"id_rsa", "home/id_rsa.pub", "id_ed25519", "id_ecdsa", "id_dsa", ".netrc", "_netrc",
-				".git-credentials", "web/.npmrc", ".pypirc"};
+				".git-credentials", "web/.npmrc", ".pypirc", ".aws/credentials", "ops/.docker/config.json"};
 	for (size_t i = 0; i < ARRAY_SIZE(secret); i++)
 		assert_int_equal(ws_ignore_match(ig, secret[i], false), WS_R_DEFAULT_EXCLUDED);
 	assert_false(ignored(ig, ".env.example", false));

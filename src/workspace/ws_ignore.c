@@ -113,6 +113,8 @@ void ws_ignore_add_defaults(struct ws_ignore *ig)
 		/* the credential stores of curl/ftp/git (netrc), git's store helper, npm and PyPI
 		 * (registry tokens): `!.npmrc` in .paddockignore brings a token-free one back */
 		".netrc", "_netrc", ".git-credentials", ".npmrc", ".pypirc",
+		/* cloud and registry logins, where a project keeps its own */
+		"**/.aws/credentials", "**/.docker/config.json",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(defaults); i++) {
 		_cleanup_free_ char *l = xstrdup(defaults[i]);
