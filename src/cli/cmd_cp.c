@@ -198,7 +198,26 @@ int cmd_cp(int argc, char **argv)
 	if (!!sname == !!dname)
 		return cli_usage("cp", "exactly one side must be NAME:/PATH (an absolute path in the sandbox)");
 	pd_err err = {0};
-	int r = sname ? copy_out(sname, spath, argv[optind + 1], force, &err)
-		      : cli_copy_in(-1, argv[optind], dname, dpath, NULL, &err);
+	if (sname) {
+		int r = copy_out(sname, spath, argv[optind + 1], force, &err);
+		return r < 0 ? cli_fail(&err) : r;
+	}
+	/* into the box: a directory lands as DIR/NAME, like a file (and like copying out), never
+	 * spread over DIR; the host side must exist before anything is asked of the box */
+	struct stat st;
+	char real[PATH_MAX];
+	if (lstat(argv[optind], &st) < 0)
+		return cli_usage("cp", "cannot copy '%s': %s", argv[optind], strerror(errno));
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return cli_usage("cp", "cannot copy '%s': only a regular file or a directory is copied in (a symlink "
+				 "is not followed)", argv[optind]);
+	_cleanup_free_ char *dest = NULL;
+	if (S_ISDIR(st.st_mode)) {
+		if (!realpath(argv[optind], real) || streq(real, "/"))
+			return cli_usage("cp", "cannot copy '%s' into a sandbox", argv[optind]);
+		size_t n = strlen(dpath);
+		dest = xasprintf("%s%s%s", dpath, n && dpath[n - 1] == '/' ? "" : "/", strrchr(real, '/') + 1);
+	}
+	int r = cli_copy_in(-1, argv[optind], dname, dest ? dest : dpath, NULL, &err);
 	return r < 0 ? cli_fail(&err) : r;
 }

@@ -174,7 +174,15 @@ t_cp_in_and_out() {
 	chmod -R a+rwX "$h"
 	pd cp "$h/file.txt" ws8:/tmp/in
 	pd cp "$h/dir" ws8:/tmp/in
-	assert_eq "$(pd exec ws8 -- cat /tmp/in/file.txt /tmp/in/sub/f)" "$(printf 'one\ntwo')"
+	# a directory lands as DIR/NAME (as a file does, and as copying out does)
+	assert_eq "$(pd exec ws8 -- cat /tmp/in/file.txt /tmp/in/dir/sub/f)" "$(printf 'one\ntwo')"
+	assert_eq "$(pd exec ws8 -- sh -c 'ls /tmp/in | tr "\n" " "')" "dir file.txt "
+	pd cp "$h/dir/" ws8:/tmp/in2/
+	assert_eq "$(pd exec ws8 -- cat /tmp/in2/dir/sub/f)" "two"
+	# what cannot be copied in is a usage error, said before the box is asked anything
+	ln -sf file.txt "$h/link.txt"
+	assert_status 2 pd cp "$h/link.txt" ws8:/tmp
+	assert_status 2 pd cp "$h/nosuch" ws8:/tmp
 	pd exec ws8 -- sh -c 'mkdir -p /tmp/o/d; echo three >/tmp/o/d/x; ln -s /etc/passwd /tmp/o/d/evil'
 	pd cp ws8:/tmp/o/d "$h/out" >/dev/null || true
 	assert_eq "$(cat "$h/out/d/x")" "three"
