@@ -94,14 +94,6 @@ static void on_progress(void *ud, size_t done, size_t total)
 	ws_progress_update(bar, done);
 }
 
-static bool manifest_has_under(const struct ws_manifest *m, const char *path)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (ws_path_under(m->v[i].path, path))
-			return true;
-	return false;
-}
-
 int cmd_apply(int argc, char **argv)
 {
 	struct apply_args a = {0};
@@ -123,8 +115,19 @@ int cmd_apply(int argc, char **argv)
 			wsnap_free(&s);
 		r = wsnap_take(name, a.mount, &s, &err);
 	}
-	_cleanup_strv_ char **shown = NULL;
-	if (saved && !a.o.paths && (shown = wsnap_load_paths(&s))) {
+	_cleanup_strv_ char **shown = NULL, **named = NULL;
+	/* the paths as the workspace names them ("./x", "x/", an absolute path in the project;
+	 * "." is everything) */
+	bool gave_paths = a.o.paths != NULL;
+	if (r == 0 && a.o.paths) {
+		if (wsnap_paths(&s, a.o.paths, &named, &err) < 0) {
+			wsnap_free(&s);
+			strv_free(a.allow_exec);
+			return cli_usage("apply", "%s", err.msg);
+		}
+		a.o.paths = named;
+	}
+	if (saved && !gave_paths && (shown = wsnap_load_paths(&s))) {
 		/* that diff was limited to some paths: apply exactly what it showed */
 		a.o.paths = shown;
 		fprintf(stderr, "paddock: applying the changes 'paddock diff %s", name);
@@ -135,14 +138,6 @@ int cmd_apply(int argc, char **argv)
 	} else if (saved)
 		fprintf(stderr, "paddock: applying the changes 'paddock diff' showed %llds ago (--fresh for a new snapshot)\n",
 			(long long)(time(NULL) - s.taken));
-	/* a path that names nothing in the box's copy or the copy-in is a mistake, not "done" */
-	for (char *const *p = a.o.paths; r == 0 && !shown && p && *p; p++)
-		if (!manifest_has_under(&s.box, *p) && !manifest_has_under(&s.base, *p)) {
-			fprintf(stderr, "paddock apply: %s: no such path in the sandbox's workspace or its copy-in\n", *p);
-			wsnap_free(&s);
-			strv_free(a.allow_exec);
-			return EXIT_USAGE;
-		}
 	struct ws_apply_report rep = {0};
 	struct ws_progress bar;
 	ws_progress_start(&bar, "applying", 0, false);

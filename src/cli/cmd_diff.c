@@ -53,12 +53,18 @@ int cmd_diff(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage("diff", "which sandbox?");
 	const char *name = argv[optind++];
-	char **paths = optind < argc ? argv + optind : NULL;
 	pd_err err = {0};
 	struct wsnap s;
 	if (wsnap_take(name, mount, &s, &err) < 0) {
 		wsnap_free(&s);
 		return cli_fail(&err);
+	}
+	/* the paths as the workspace names them; one that names nothing is a mistake (as for
+	 * apply), not an empty diff */
+	_cleanup_strv_ char **paths = NULL;
+	if (wsnap_paths(&s, optind < argc ? argv + optind : NULL, &paths, &err) < 0) {
+		wsnap_free(&s);
+		return cli_usage("diff", "%s", err.msg);
 	}
 	/* what this diff shows is what a later `apply` without paths applies */
 	if (wsnap_save_paths(&s, paths, &err) < 0) {

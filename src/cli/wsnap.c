@@ -415,3 +415,46 @@ int wsnap_load(const char *name, const char *mount, struct wsnap *s, pd_err *err
 	s->taken = st.st_mtime;
 	return r;
 }
+
+static bool has_under(const struct ws_manifest *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (ws_path_under(m->v[i].path, path))
+			return true;
+	return false;
+}
+
+int wsnap_paths(const struct wsnap *s, char *const *paths, char ***ret, pd_err *err)
+{
+	struct ws_limits lim = WS_LIMITS_DEFAULT;
+	_cleanup_strv_ char **out = NULL;
+	*ret = NULL;
+	for (char *const *p = paths; p && *p; p++) {
+		const char *rel = *p;
+		if (rel[0] == '/') {
+			const char *roots[] = {s->project, s->box_path};
+			rel = NULL;
+			for (size_t i = 0; i < ARRAY_SIZE(roots) && !rel; i++)
+				if (roots[i] && ws_path_under(*p + 1, roots[i] + 1))
+					rel = *p + strlen(roots[i]) + ((*p)[strlen(roots[i])] == '/');
+			if (!rel)
+				return pd_error_msg(err, EINVAL, "%s: not inside the project (%s) or the box's copy (%s)", *p,
+						    s->project, s->box_path);
+		}
+		char *norm = NULL;
+		enum ws_reason why = *rel ? ws_path_normalize(rel, &lim, &norm) : WS_R_ROOT;
+		if (why == WS_R_ROOT) /* the whole tree: no filter */
+			return 0;
+		if (why != WS_OK)
+			return pd_error_msg(err, EINVAL, "%s: %s", *p, ws_reason_str(why));
+		if (!has_under(&s->box, norm) && !has_under(&s->base, norm)) {
+			_cleanup_free_ char *shown = ws_escape_name(*p);
+			free(norm);
+			return pd_error_msg(err, ENOENT, "%s: no such path in the sandbox's workspace or its copy-in", shown);
+		}
+		out = strv_append(out, norm);
+		free(norm);
+	}
+	*ret = TAKE_PTR(out);
+	return 0;
+}

@@ -40,6 +40,12 @@ void wsnap_free(struct wsnap *s);
 /* The paths a `diff` of the snapshot was limited to (NULL/empty: none), kept beside it so
  * that `apply` without paths applies what that diff showed; and read back (NULL: none). */
 int wsnap_save_paths(const struct wsnap *s, char **paths, pd_err *err);
+/* The paths a user named for diff/apply, as the workspace's relative paths: "./x" and "x/"
+ * are "x"; an absolute path is taken beneath the project's host path or the box's copy (for
+ * the workspace: /workspace). Each must name something in the box's copy or its copy-in.
+ * *ret: NULL when no path was given or one names the whole tree. -EINVAL with err said
+ * otherwise (a usage error). */
+int wsnap_paths(const struct wsnap *s, char *const *paths, char ***ret, pd_err *err);
 char **wsnap_load_paths(const struct wsnap *s);
 /* Saves a running box's workspace as a tar stream beside it (the box's writable layer does
  * not outlive a stop); the next boot copies it back in instead of the project. No-op for

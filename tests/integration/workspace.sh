@@ -353,6 +353,31 @@ t_a_file_moved_into_an_ignored_directory_is_noted() {
 	pd rm -f wsmv >/dev/null
 }
 
+# diff and apply take paths as a user types them: "./x", "x/", the project's absolute path or
+# /workspace's; one that names nothing is a usage error (a diff of it printed nothing, and the
+# apply after it applied nothing, both "successfully")
+t_paths_are_taken_as_typed() {
+	mkproj
+	(cd "$P" && pd create wspt >/dev/null)
+	pd exec wspt -- sh -c 'echo more >>src/m.c && echo x >a.txt'
+	local p
+	for p in ./src/m.c src/ "$P/src/m.c" /workspace/src; do
+		assert_contains "$(pd diff --stat wspt "$p")" "M src/m.c"
+		assert_not_contains "$(pd diff --stat wspt "$p")" "a.txt"
+	done
+	assert_contains "$(pd diff --stat wspt .)" "a.txt"
+	assert_status 2 pd diff wspt nosuch
+	assert_status 2 pd diff wspt /etc/passwd
+	assert_status 2 pd apply wspt nosuch
+	pd diff --stat wspt ./src/ >/dev/null
+	pd apply wspt >/dev/null 2>&1
+	assert_eq "$(tail -1 "$P/src/m.c")" "more"
+	assert_eq "$(cat "$P/a.txt")" "hello"
+	pd apply wspt "$P/a.txt" >/dev/null 2>&1
+	assert_eq "$(cat "$P/a.txt")" "x"
+	pd rm -f wspt >/dev/null
+}
+
 # apply without paths applies what the last diff showed — all of it, or only the paths that
 # diff was limited to; a path that names nothing is a usage error, not a silent success
 t_apply_takes_what_a_path_limited_diff_showed() {
