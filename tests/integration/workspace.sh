@@ -249,10 +249,13 @@ t_unreadable_directories_are_refused_not_deleted() {
 	assert_not_contains "$out" "D locked"
 	assert_not_contains "$out" "D half"
 	assert_not_contains "$out" "D src"
-	# a stop that cannot save all of it keeps the box running; once readable, it saves
+	# a stop that cannot save all of it keeps the box running (ns; a vm box's stays on its
+	# disk, there is nothing to save); once readable, it saves
 	pd exec wsun -- sh -c 'echo mine >mine.txt'
-	out=$(pd stop wsun 2>&1) && fail "stop saved a workspace it could not read whole"
-	assert_contains "$out" "keeps running"
+	if [ "$PD_BACKEND" = ns ]; then
+		out=$(pd stop wsun 2>&1) && fail "stop saved a workspace it could not read whole"
+		assert_contains "$out" "keeps running"
+	fi
 	pd exec wsun -- chmod 755 locked half
 	pd stop wsun >/dev/null
 	pd start wsun >/dev/null
@@ -311,7 +314,8 @@ t_binds_over_the_workspace_are_refused() {
 	done
 	assert_eq "$(ls -A "$PADDOCK_HOME/hostdir")" "" "nothing written into the host directory"
 	(cd "$P" && HOME=$P assert_status 2 pd run --rm -w "$P" -- true)
-	(cd "$P" && assert_status 0 pd run --rm -v "$PADDOCK_HOME/hostdir:/data" -- true)
+	# (on vm every -v is refused: a guest shares no host directory)
+	[ "$PD_BACKEND" != ns ] || (cd "$P" && assert_status 0 pd run --rm -v "$PADDOCK_HOME/hostdir:/data" -- true)
 }
 
 # A stop killed while it saves the workspace leaves the box running and no writer behind; its
