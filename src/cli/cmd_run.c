@@ -318,6 +318,14 @@ static void profile_binds(const struct profile *p, struct box_spec *spec, struct
 			fprintf(stderr, "paddock: note: %s does not exist; not mounted at %s\n", host, p->mounts[i].container_path);
 			continue;
 		}
+		/* as for -v (opts.c): at, under or above the project's places in the box, the
+		 * copy-in would write into the mounted host directory (on vm, the copy would join
+		 * the project's and come back with apply) */
+		const char *b = p->mounts[i].container_path;
+		if (spec->project && (path_under(b, "/workspace") || path_under(b, spec->project) || path_under(spec->project, b))) {
+			fprintf(stderr, "paddock: note: not mounted at %s: it overlaps the project's place in the box\n", b);
+			continue;
+		}
 		struct box_bind **v = vm ? copies : &spec->binds;
 		size_t *n = vm ? n_copies : &spec->n_binds;
 		*v = xrealloc(*v, (*n + 1) * sizeof(**v));

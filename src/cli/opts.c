@@ -1,6 +1,7 @@
 /* opts.c — the options `run` and `create` share, parsed into a box spec. */
 #include <getopt.h>
 #include <limits.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -175,13 +176,35 @@ static void add_bind(struct box_spec *s, const char *host, const char *box, bool
 
 /* The default: copy the project (-w, else the current directory) — unless that directory is
  * / or the user's home, which are never copied wholesale by default (secrets live there). */
+/* The home directory dir is, or lies above, if any: $HOME, the caller's passwd entry, under
+ * sudo the invoking user's, and the usual places of everyone's (/home, /root) — whichever
+ * names it (a copy of it takes its secrets). */
+static const char *home_at_or_below(const char *dir, char *buf, size_t n)
+{
+	const char *cands[5] = {getenv("HOME"), NULL, NULL, "/home", "/root"};
+	struct passwd *pw = getpwuid(getuid());
+	_cleanup_free_ char *mine = pw && pw->pw_dir ? xstrdup(pw->pw_dir) : NULL;
+	const char *sudo = getenv("SUDO_USER");
+	pw = sudo && *sudo ? getpwnam(sudo) : NULL;
+	_cleanup_free_ char *theirs = pw && pw->pw_dir ? xstrdup(pw->pw_dir) : NULL;
+	cands[1] = mine, cands[2] = theirs;
+	for (size_t i = 0; i < ARRAY_SIZE(cands); i++) {
+		char real[PATH_MAX];
+		if (cands[i] && cands[i][0] == '/' && realpath(cands[i], real) && !streq(real, "/") &&
+		    path_under(real, dir)) {
+			snprintf(buf, n, "%s", real);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
 static const char *default_workspace(const struct box_opts *o)
 {
 	if (o->project)
 		return "copy";
-	char cwd[PATH_MAX];
-	const char *home = getenv("HOME");
-	if (!getcwd(cwd, sizeof(cwd)) || streq(cwd, "/") || (home && streq(cwd, home)))
+	char cwd[PATH_MAX], home[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)) || streq(cwd, "/") || home_at_or_below(cwd, home, sizeof(home)))
 		return "none";
 	return "copy";
 }
@@ -210,10 +233,10 @@ int cli_apply_workspace(struct box_opts *o, pd_err *err)
 	if (streq(real, "/"))
 		return pd_error_msg(err, EINVAL, "refusing to use / as the project directory");
 	char home[PATH_MAX];
-	const char *h = getenv("HOME");
-	if (streq(o->workspace, "copy") && h && realpath(h, home) && streq(real, home))
-		return pd_error_msg(err, EINVAL, "refusing to copy your home directory (%s) into the box: its secrets "
-				  "would go with it; use a project directory, or --workspace ro|rw to show it", real);
+	if (streq(o->workspace, "copy") && home_at_or_below(real, home, sizeof(home)))
+		return pd_error_msg(err, EINVAL, "refusing to copy %s into the box: it holds the home directory %s, "
+				  "whose secrets would go with it; use a project directory, or --workspace ro|rw to show it",
+				  real, home);
 	/* A -v at or under the project's places in the box (/workspace, its host path), or above
 	 * the host path, would take the copy-in's writes (and the host-path link) into that host
 	 * directory instead of the box */

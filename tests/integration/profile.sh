@@ -224,6 +224,21 @@ t_profile_names_and_errors() {
 	rm -f "$XDG_CONFIG_HOME/paddock/agents/dangling.json"
 }
 
+# A profile mount at or under the project's place in the box is skipped with a note (the
+# copy-in would write the project into the mounted host directory)
+t_profile_mount_over_the_workspace_is_skipped() {
+	mk_base
+	mkdir -p "$PADDOCK_HOME/hostcache"
+	profile ov '{"displayName": "O", "baseImage": "local/bb:1", "installCommands": [], "launchCommand": ["/bin/busybox", "true"],
+  "mounts": [{"hostPath": "'"$PADDOCK_HOME"'/hostcache", "containerPath": "/workspace/cache"}]}'
+	mkdir -p "$PADDOCK_HOME/ovproj"
+	echo p >"$PADDOCK_HOME/ovproj/p.txt"
+	local out
+	out=$(cd "$PADDOCK_HOME/ovproj" && pd run --rm -T ov 2>&1)
+	assert_contains "$out" "not mounted at /workspace/cache: it overlaps the project's place in the box"
+	assert_eq "$(ls -A "$PADDOCK_HOME/hostcache")" "" "the project was written into the mounted directory"
+}
+
 # The built-ins against the real npm registry: `paddock run NAME -- --version` installs
 # through the build box's allowlist and prints a version; the second run reuses the image.
 # Once per CI run (the root pass): three real installs of ~100 MB each.

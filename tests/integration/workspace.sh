@@ -314,6 +314,13 @@ t_binds_over_the_workspace_are_refused() {
 	done
 	assert_eq "$(ls -A "$PADDOCK_HOME/hostdir")" "" "nothing written into the host directory"
 	(cd "$P" && HOME=$P assert_status 2 pd run --rm -w "$P" -- true)
+	# nor any directory above a home (everyone's, or the caller's by its passwd entry)
+	assert_status 2 pd run --rm -w /home -- true
+	local pwhome
+	pwhome=$(getent passwd "$(id -u)" | cut -d: -f6)
+	if [ -d "$pwhome" ] && [ "$pwhome" != / ]; then
+		(cd "$pwhome" && HOME=/nonexistent assert_status 2 pd run --rm -w "$pwhome" -- true)
+	fi
 	# (on vm every -v is refused: a guest shares no host directory)
 	[ "$PD_BACKEND" != ns ] || (cd "$P" && assert_status 0 pd run --rm -v "$PADDOCK_HOME/hostdir:/data" -- true)
 }
