@@ -38,9 +38,10 @@ int cmd_image(int argc, char **argv);
 int cli_usage(const char *verb, const char *fmt, ...) _printf_(2, 3);
 /* Prints the error once; returns EXIT_FAILURE_PD. */
 int cli_fail(const pd_err *err);
-/* 0, or a usage error (printed, EXIT_USAGE) when a command cannot cross the control protocol:
- * an empty name, an argument over PROTO_MAX_STR, more than PROTO_MAX_ARGS arguments. */
-int cli_check_command(const char *verb, char *const *cmd);
+/* 0, or a usage error (printed, EXIT_USAGE) when a command and its -e values cannot cross the
+ * control protocol: an empty name, a string over PROTO_MAX_STR, more than PROTO_MAX_ARGS
+ * arguments or PROTO_MAX_ENV values, more than one frame in all. */
+int cli_check_command(const char *verb, char *const *cmd, char *const *env);
 /* 0, or a usage error when -t (tty == 1) is asked without a terminal on stdin: said before
  * anything is made. */
 int cli_check_tty(const char *verb, int tty);

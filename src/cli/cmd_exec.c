@@ -105,7 +105,7 @@ int cmd_exec(int argc, char **argv)
 		return cli_usage("exec", "what command? (paddock exec NAME -- CMD...)");
 	}
 	_cleanup_strv_ char **cmd = strv_copy(argv + optind);
-	r = cli_check_command("exec", cmd);
+	r = cli_check_command("exec", cmd, o.env);
 	if (r == 0)
 		r = cli_check_tty("exec", o.tty);
 	if (r == 0)

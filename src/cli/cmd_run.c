@@ -423,7 +423,7 @@ int cmd_run(int argc, char **argv)
 	pd_err err = {0};
 	_cleanup_free_ char *home = NULL;
 	_cleanup_strv_ char **cmd = optind < argc ? strv_copy(argv + optind) : NULL;
-	if ((r = cli_check_command("run", cmd)) != 0 || (r = cli_check_tty("run", o.tty)) != 0) {
+	if ((r = cli_check_command("run", cmd, o.spec.env)) != 0 || (r = cli_check_tty("run", o.tty)) != 0) {
 		box_spec_free(&o.spec);
 		return r;
 	}

@@ -27,15 +27,30 @@ int cli_check_tty(const char *verb, int tty)
 	return 0;
 }
 
-int cli_check_command(const char *verb, char *const *cmd)
+int cli_check_command(const char *verb, char *const *cmd, char *const *env)
 {
-	size_t n = 0;
-	for (char *const *a = cmd; a && *a; a++, n++)
+	size_t n = 0, bytes = 0, ne = 0;
+	for (char *const *a = cmd; a && *a; a++, n++) {
 		if (strlen(*a) >= PROTO_MAX_STR)
 			return cli_usage(verb, "argument %zu of the command is %zu bytes; at most %u fit (pass more through a file or stdin)",
 					 n + 1, strlen(*a), PROTO_MAX_STR - 1);
+		bytes += strlen(*a) + 1 + 6; /* a TLV's header */
+	}
+	for (char *const *e = env; e && *e; e++, ne++) {
+		if (strlen(*e) >= PROTO_MAX_STR)
+			return cli_usage(verb, "-e %.*s: %zu bytes; at most %u fit", (int)strcspn(*e, "="), *e, strlen(*e),
+					 PROTO_MAX_STR - 1);
+		bytes += strlen(*e) + 1 + 6;
+	}
 	if (n > PROTO_MAX_ARGS)
 		return cli_usage(verb, "the command has %zu arguments; at most %u fit", n, PROTO_MAX_ARGS);
+	if (ne > PROTO_MAX_ENV)
+		return cli_usage(verb, "%zu environment variables; at most %u fit", ne, PROTO_MAX_ENV);
+	/* the whole request is one frame; what the box adds (its defaults, the directory) fits
+	 * in the margin */
+	if (bytes > PROTO_MAX_PAYLOAD - 16384)
+		return cli_usage(verb, "the command and its -e values are %zu bytes; at most %u fit (pass more through a "
+				 "file or stdin)", bytes, PROTO_MAX_PAYLOAD - 16384);
 	if (n && !cmd[0][0])
 		return cli_usage(verb, "the command's name is empty");
 	return 0;

@@ -38,6 +38,9 @@ t_usage_errors_exit_2() {
 	assert_status 2 pd run --rm -t --workspace none -- true </dev/null
 	assert_status 2 pd run --rm -w /etc/hostname -- true
 	assert_status 2 pd run --rm --workspace none -- echo "$big"
+	assert_status 2 pd run --rm --workspace none -e "BIG=$big" -- true
+	local b60=${big:0:60000}
+	assert_status 2 pd run --rm --workspace none -- echo "$b60" "$b60" "$b60" "$b60" "$b60"
 	# shellcheck disable=SC2046
 	assert_status 2 pd run --rm --workspace none -- echo $(seq 5000)
 	[ -z "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" ] || fail "a refused run left a box: $(ls "$PADDOCK_HOME/boxes")"
