@@ -81,8 +81,11 @@ static void report_vm(void)
 		close(fd);
 	line("/dev/kvm", api == KVM_API_VERSION, api == KVM_API_VERSION ? "opens (see the accelerator line)" : "not usable",
 	     "add yourself to the kvm group; without KVM the vm backend uses TCG (seconds per boot)");
+	/* where vm boxes look for their kernel and base image: the shared cache when one is set */
 	_cleanup_free_ char *home = NULL;
-	_cleanup_strv_ char **lines = store_home(&home, NULL) == 0 ? vm_doctor(home) : NULL;
+	const char *cache = getenv("PADDOCK_VM_CACHE_HOME");
+	int have_home = cache && cache[0] == '/' ? (home = xstrdup(cache), 0) : store_home(&home, NULL);
+	_cleanup_strv_ char **lines = have_home == 0 ? vm_doctor(home) : NULL;
 	for (size_t i = 0; lines && lines[i]; i++) {
 		bool ok = !startswith(lines[i], "missing");
 		const char *sp = strchr(lines[i], ' ');

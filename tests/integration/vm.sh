@@ -14,6 +14,11 @@ t_guest_runs_its_own_kernel() {
 	k=$(pd_run -- uname -r)
 	assert_ne "$k" "$(uname -r)" "the box must not run on the host kernel"
 	assert_contains "$(pd_run -- cat /proc/cmdline)" "paddock.root=vda"
+	# doctor looks where the boxes do (a shared PADDOCK_VM_CACHE_HOME included)
+	local doc
+	doc=$(pd doctor 2>&1 || true)
+	assert_contains "$doc" "guest kernel $k"
+	assert_not_contains "$doc" "MISSING  no guest kernel"
 }
 
 # virtio device ids: 1 net, 2 block, 3 console, 4 rng, 5 balloon; 9 would be 9p, 19 vsock,
