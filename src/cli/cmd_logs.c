@@ -107,6 +107,12 @@ int cmd_logs(int argc, char **argv)
 	if (cli_box_dir(argv[optind], NULL, &dir, &err) < 0)
 		return cli_fail(&err);
 	if (console) {
+		struct box_spec spec = {0};
+		bool vm = store_load_spec(dir, &spec, NULL) == 0 && spec.backend && streq(spec.backend, "vm");
+		box_spec_free(&spec);
+		if (!vm)
+			return cli_usage("logs", "--console: '%s' is not a vm sandbox (only a vm box has a serial console)",
+					 argv[optind]);
 		_cleanup_free_ char *text = vm_console_read(dir);
 		fputs(text, stdout);
 		if (text[0])

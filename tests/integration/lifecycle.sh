@@ -292,6 +292,12 @@ t_stop_kills_stubborn_processes() {
 	assert_eq "$(status_of s1)" "stopped"
 	pd rm s1
 }
+t_logs_console_is_for_vm_boxes() {
+	pd_only ns "the refusal is for boxes without a console"
+	pd create lc1 >/dev/null
+	assert_status 2 pd logs --console lc1
+	pd rm -f lc1 >/dev/null
+}
 t_logs_show_the_lifecycle() {
 	pd create l1 >/dev/null
 	pd stop l1
