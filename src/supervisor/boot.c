@@ -179,7 +179,7 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 
 int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, struct sup_net **ret_net, pd_err *err)
 {
-	struct box b = {0};
+	struct box b = {.exit_status = -1};
 	b.rt = runtime_by_name(spec->backend, err);
 	if (!b.rt)
 		return -EINVAL;
@@ -234,19 +234,23 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 
 /* Waits for the box's PID 1 to exit (through its pidfd when the runtime gave one, so this
  * works whether or not PID 1 is our child) and reaps it when it is our child. */
-static bool wait_exit(const struct box_handle *h, int64_t deadline)
+static bool wait_exit(const struct box_handle *h, int64_t deadline, int *ret_status)
 {
+	int st;
 	for (;;) {
 		int left = (int)(deadline - mono_ms());
 		if (h->pidfd >= 0) {
 			struct pollfd p = {.fd = h->pidfd, .events = POLLIN};
 			int r = poll(&p, 1, left > 0 ? left : 0);
 			if (r > 0) {
-				waitpid(h->pid, NULL, WNOHANG);
+				if (waitpid(h->pid, &st, WNOHANG) == h->pid && ret_status)
+					*ret_status = st;
 				return true;
 			}
 		} else {
-			pid_t w = waitpid(h->pid, NULL, WNOHANG);
+			pid_t w = waitpid(h->pid, &st, WNOHANG);
+			if (w == h->pid && ret_status)
+				*ret_status = st;
 			if (w == h->pid || (w < 0 && errno == ECHILD))
 				return true;
 			usleep(2000);
@@ -263,7 +267,7 @@ static void finish_later(void *ud)
 {
 	struct box *b = ud;
 	b->h.ctl_fd = -1, b->h.net_fd = -1;
-	if (!wait_exit(&b->h, mono_ms() + 10000))
+	if (!wait_exit(&b->h, mono_ms() + 10000, &b->exit_status))
 		pd_debug("shutdown: the box is still exiting after 10 s; cleaning up through its cgroup");
 	b->rt->cleanup(&b->h);
 }
@@ -296,14 +300,16 @@ void box_shutdown(struct box *b, bool graceful, uint32_t timeout_ms)
 		uint8_t t[4];
 		proto_put_u32(t, timeout_ms);
 		if (proto_send(b->h.ctl_fd, PROTO_STOP, 0, 0, t, sizeof(t)) == 0)
-			graceful = wait_exit(&b->h, mono_ms() + timeout_ms + 1000);
+			graceful = wait_exit(&b->h, mono_ms() + timeout_ms + 1000, &b->exit_status);
 		else
 			graceful = false;
 	}
 	if (!graceful) {
+		/* an init already gone keeps the status it died with: the kill below finds a
+		 * zombie */
 		b->rt->kill(&b->h);
 		pd_debug("shutdown: killed");
-		wait_exit(&b->h, mono_ms() + 10000);
+		wait_exit(&b->h, mono_ms() + 10000, &b->exit_status);
 		pd_debug("shutdown: exited");
 	}
 	if (b->h.ctl_fd >= 0)

@@ -434,6 +434,28 @@ static void save_final_state(struct sup *s)
 	store_save_state(s->box_dir, &st, NULL);
 }
 
+/* An init (vm: its QEMU) that ended unasked, said with what is known of how. */
+static void died(const struct sup *s)
+{
+	bool vm = s->spec.backend && streq(s->spec.backend, "vm");
+	const char *who = vm ? "its QEMU" : "its init";
+	int st = s->box.exit_status;
+	char how[160];
+	if (st == -1)
+		snprintf(how, sizeof(how), "%s ended unasked", who);
+	else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+		snprintf(how, sizeof(how), "%s was killed (SIGKILL: a kill from outside%s)", who,
+			 vm ? "" : ", or the kernel's OOM killer when the box's processes outgrow --memory");
+	else if (WIFSIGNALED(st))
+		snprintf(how, sizeof(how), "%s was killed by signal %d (%s)", who, WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		snprintf(how, sizeof(how), "%s exited with status %d%s", who, WEXITSTATUS(st),
+			 vm ? " (the guest powered off, or QEMU failed: logs --console)" : "");
+	fprintf(stderr, "paddock supervisor: sandbox %s died: %s; %s\n", s->spec.name, how,
+		vm ? "its disk is kept (start brings it back)"
+		   : "what its writable layer held since it last stopped is gone (start brings back what that stop saved)");
+}
+
 /* The supervisor's life. Runs in the detached grandchild; never returns. */
 static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 {
@@ -471,9 +493,7 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 	if (s.stopping)
 		fprintf(stderr, "paddock supervisor: sandbox %s stopped\n", s.spec.name);
 	else
-		fprintf(stderr, "paddock supervisor: sandbox %s died: its init exited unasked (killed by the kernel's "
-				"OOM killer when the box's files and processes outgrow --memory, or crashed)\n",
-			s.spec.name);
+		died(&s);
 	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
 		if (s.clients[i])
 			client_close(&s, i);

@@ -18,6 +18,7 @@ struct box {
 	struct box_handle h;
 	struct box_config cfg;
 	bool restored; /* vm: from a template (see box_boot) */
+	int exit_status; /* PID 1's (vm: QEMU's) wait status once box_shutdown reaped it, else -1 */
 };
 
 struct sup_net;

@@ -97,7 +97,7 @@ t_init_killed_unasked_reads_dead() {
 	[ "$killed" = 1 ] || fail "no init process of the box found under its supervisor"
 	for _ in $(seq 100); do [ "$(status_of k2)" = dead ] && break; sleep 0.05; done
 	assert_eq "$(status_of k2)" "dead"
-	assert_contains "$(pd logs k2)" "died: its init exited unasked"
+	assert_contains "$(pd logs k2)" "died: its init was killed (SIGKILL: a kill from outside"
 	pd start k2
 	assert_eq "$(pd exec k2 -- echo back)" "back"
 	pd rm -f k2

@@ -190,6 +190,8 @@ t_qemu_killed_midrun_box_recovers() {
 	kill -KILL "$qpid"
 	for _ in $(seq 100); do pd ls --json | grep -q '"running"' || break; sleep 0.1; done
 	assert_not_contains "$(pd ls)" "running"
+	for _ in $(seq 50); do pd logs qk | grep -q 'died' && break; sleep 0.1; done
+	assert_contains "$(pd logs qk)" "died: its QEMU was killed (SIGKILL: a kill from outside); its disk is kept"
 	pd start qk
 	# the disk's workspace is the box's own: nothing copied over it (edits kept, the deleted
 	# file stays deleted)
