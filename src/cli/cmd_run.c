@@ -278,6 +278,17 @@ static char *profile_box_name(const char *profile, const char *project)
 
 /* The same profile and project: the box is started if it is not running and the agent is
  * launched in it again (its copy of the project, with what the agent did before). */
+static bool strv_same(char *const *a, char *const *b)
+{
+	size_t n = strv_len(a);
+	if (n != strv_len(b))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!streq(a[i], b[i]))
+			return false;
+	return true;
+}
+
 static int profile_reconnect(const char *home, const struct box_opts *o, const struct profile *p, char **cmd,
 			     pd_err *err)
 {
@@ -292,6 +303,32 @@ static int profile_reconnect(const char *home, const struct box_opts *o, const s
 	if (!same)
 		r = pd_error_msg(err, EEXIST, "a sandbox named '%s' exists for %s %s; name another with --name",
 				 o->spec.name, spec.profile ? "profile" : "a plain run in", spec.profile ? spec.profile : spec.project ? spec.project : "/");
+	/* options that make a box do not change one that exists: say which were given in vain */
+	char differ[200] = "";
+	const struct {
+		bool d;
+		const char *opt;
+	} opts[] = {
+		{!streq(spec.backend ? spec.backend : "", o->spec.backend ? o->spec.backend : ""), "--backend"},
+		{o->spec.memory && o->spec.memory != spec.memory, "--memory"},
+		{o->spec.cpus_milli && o->spec.cpus_milli != spec.cpus_milli, "--cpus"},
+		{o->spec.pids && o->spec.pids != spec.pids, "--pids"},
+		{o->spec.disk && o->spec.disk != spec.disk, "--disk"},
+		/* (here the lists hold only what was given on this command line: the profile's
+		 * own are merged in when a box is made) */
+		{strv_len(o->spec.env) > 0, "-e"},
+		{!streq(spec.net.preset ? spec.net.preset : "", o->spec.net.preset ? o->spec.net.preset : ""), "--net"},
+		{strv_len(o->spec.net.allow) + strv_len(o->spec.net.deny) > 0, "--allow/--deny"},
+		{!strv_same(spec.net.resolve, o->spec.net.resolve), "--resolve"},
+		{!strv_same(spec.net.publish, o->spec.net.publish), "-p"},
+	};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(opts); i++)
+		if (opts[i].d)
+			snprintf(differ + strlen(differ), sizeof(differ) - strlen(differ), "%s%s", differ[0] ? ", " : "",
+				 opts[i].opt);
+	if (differ[0])
+		fprintf(stderr, "paddock: note: %s exists: %s apply only to a new box (paddock rm -f %s, then run again)\n",
+			o->spec.name, differ, o->spec.name);
 	box_spec_free(&spec);
 	if (r < 0)
 		return r;

@@ -92,6 +92,10 @@ t_profile_builds_reuses_reconnects_and_updates() {
 	out=$(pd run -T --workspace none tp -- again 2>&1)
 	assert_not_contains "$out" "building"
 	assert_contains "$out" "reconnecting to tp-myproj"
+	assert_not_contains "$out" "apply only to a new box"
+	# options that make a box are said to be in vain for the one that exists
+	out=$(pd run -T --workspace none --memory 1G -e X=1 tp -- again 2>&1)
+	assert_contains "$out" "tp-myproj exists: --memory, -e apply only to a new box"
 	assert_contains "$out" "tp-run again"
 	assert_eq "$(pd exec tp-myproj -- /bin/busybox cat /home/agent/work)" "agent-work"
 	# a stopped box is started again
