@@ -171,6 +171,7 @@ t_a_failed_boot_says_why() {
 	sleep 2
 	assert_eq "$(ls "$(tpl_dir)" 2>/dev/null | sort)" "$before" "a template builder ran for a failed boot"
 	assert_status 2 pd run --rm --workspace none --memory 64M -- true
+	assert_status 2 pd run --rm --workspace none --cpus "$(( $(nproc) + 1 ))" -- true
 	assert_eq "$(pd ls | tail -n +2)" ""
 }
 
