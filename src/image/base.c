@@ -191,23 +191,34 @@ char **img_apt_hosts_parse(const char *text, size_t len, char **hosts)
 	return hosts;
 }
 
-/* path beneath rootfd, as the tree sees it */
-static int open_in_root(int rootfd, const char *path, uint64_t flags)
+/* path beneath rootfd, as the tree sees it (an image's: its links stay inside it, no magic
+ * link, no other mount); for the host's own "/" a plain open (openat2 missing: only the host's
+ * tree is read without it) */
+static int open_in_root(int rootfd, bool image, const char *path, uint64_t flags)
 {
-	struct open_how how = {.flags = flags | O_CLOEXEC | O_NOCTTY,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+	/* (openat2 refuses O_NOCTTY beside O_PATH) */
+	struct open_how how = {.flags = flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY),
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | (image ? RESOLVE_NO_XDEV : 0)};
 	long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS && !image)
+		fd = openat(rootfd, path, (int)how.flags);
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static char **hosts_of_file(int rootfd, const char *path, char **hosts)
+static char **hosts_of_file(int rootfd, bool image, const char *path, char **hosts)
 {
-	/* O_NONBLOCK: a FIFO opens at once (and is then skipped), it never waits for a writer */
-	_cleanup_close_ int fd = open_in_root(rootfd, path, O_RDONLY | O_NONBLOCK);
-	struct stat st;
+	/* looked at before it is opened for reading: opening a device can act (a watchdog
+	 * arms, a tape rewinds) and a FIFO would wait for a writer; the file read is the one
+	 * looked at (same inode) */
+	_cleanup_close_ int pfd = open_in_root(rootfd, image, path, O_PATH);
+	struct stat st, st2;
+	if (pfd < 0 || fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode))
+		return hosts;
+	_cleanup_close_ int fd = open_in_root(rootfd, image, path, O_RDONLY | O_NONBLOCK);
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read_fd_all(fd, 1 << 20, &buf, &len) == 0)
+	if (fd >= 0 && fstat(fd, &st2) == 0 && st2.st_dev == st.st_dev && st2.st_ino == st.st_ino && S_ISREG(st2.st_mode) &&
+	    read_fd_all(fd, 1 << 20, &buf, &len) == 0)
 		hosts = img_apt_hosts_parse(buf, len, hosts);
 	return hosts;
 }
@@ -215,11 +226,12 @@ static char **hosts_of_file(int rootfd, const char *path, char **hosts)
 char **img_apt_source_hosts(const char *root)
 {
 	char **hosts = NULL;
+	bool image = !streq(root, "/");
 	_cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return hosts;
-	hosts = hosts_of_file(rootfd, "etc/apt/sources.list", hosts);
-	int sd = open_in_root(rootfd, "etc/apt/sources.list.d", O_RDONLY | O_DIRECTORY);
+	hosts = hosts_of_file(rootfd, image, "etc/apt/sources.list", hosts);
+	int sd = open_in_root(rootfd, image, "etc/apt/sources.list.d", O_RDONLY | O_DIRECTORY);
 	DIR *dir = sd >= 0 ? fdopendir(sd) : NULL;
 	if (!dir) {
 		if (sd >= 0)
@@ -235,7 +247,7 @@ char **img_apt_source_hosts(const char *root)
 	closedir(dir);
 	for (char **n = names; n && *n; n++) {
 		_cleanup_free_ char *p = xasprintf("etc/apt/sources.list.d/%s", *n);
-		hosts = hosts_of_file(rootfd, p, hosts);
+		hosts = hosts_of_file(rootfd, image, p, hosts);
 	}
 	return hosts;
 }
