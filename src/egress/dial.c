@@ -175,10 +175,12 @@ int egress_resolve(const struct egress_resolve_map *m, const char *canon_name, u
 	 * reload when res_init() ran on options changed before (measured: the first lookup after
 	 * a change went out as api.example.test). Tested with a search line in namespaces of the
 	 * test's own (test-dial). */
-	if (res_init() == 0) {
-		_res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
-		_res.options |= RES_NORELOAD;
+	if (res_init() < 0) { /* glibc's defaults would search: no lookup rather than that */
+		*ret_reason = "does-not-resolve";
+		return -ENOENT;
 	}
+	_res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
+	_res.options |= RES_NORELOAD;
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
 	if (getaddrinfo(canon_name, NULL, &hints, &res) != 0 || !res) {
