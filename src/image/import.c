@@ -147,6 +147,17 @@ static int read_entry(struct img_store *s, struct archive_src *a, struct archive
 	return store_entry(s, ar, e, err);
 }
 
+/* A name from the archive as it may be printed: at most 200 bytes, anything but printable
+ * ASCII as '?' (the archive is untrusted; these lines go to the user's terminal). */
+static char *shown_name(const char *name)
+{
+	char *s = xstrndup(name, 200);
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			*c = '?';
+	return s;
+}
+
 static int cmp_entry_path(const void *x, const void *y)
 {
 	return strcmp((*(const struct entry *const *)x)->path, (*(const struct entry *const *)y)->path);
@@ -188,8 +199,10 @@ static int read_archive(struct img_store *s, struct archive_src *a, int fd, FILE
 			break;
 		}
 		r = read_entry(s, a, ar, ae, err);
-		if (r == 0 && progress && a->n && a->v[a->n - 1].size > (1 << 20))
-			fprintf(progress, "read %s (%llu bytes)\n", a->v[a->n - 1].path, (unsigned long long)a->v[a->n - 1].size);
+		if (r == 0 && progress && a->n && a->v[a->n - 1].size > (1 << 20)) {
+			_cleanup_free_ char *shown = shown_name(a->v[a->n - 1].path);
+			fprintf(progress, "read %s (%llu bytes)\n", shown, (unsigned long long)a->v[a->n - 1].size);
+		}
 	}
 	archive_read_free(ar);
 	return r == 0 ? refuse_duplicates(a, err) : r;
@@ -376,11 +389,7 @@ static int import_docker_save(struct img_store *s, struct archive_src *a, const 
 		r = pd_error_msg(err, EINVAL, "cannot make an image name from '%s'; give one with --name", path);
 	_cleanup_free_ char *canon = tag && !o->name ? img_name_normalize(tag) : NULL;
 	if (r == 0 && tag && !o->name && !canon && o->progress) {
-		/* the archive's name, shown with anything unprintable as '?' (it is the archive's) */
-		_cleanup_free_ char *shown = xstrndup(tag, 200);
-		for (char *c = shown; *c; c++)
-			if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
-				*c = '?';
+		_cleanup_free_ char *shown = shown_name(tag);
 		fprintf(o->progress, "note: the archive's tag '%s' is not a valid image name; named %s instead (or give --name)\n",
 			shown, name);
 	}

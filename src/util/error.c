@@ -57,15 +57,31 @@ int pd_err_prefix(pd_err *err, const char *fmt, ...)
 	return -(err->code ? err->code : EIO);
 }
 
-/* Length of a terminal-controlling sequence at s (a C0/C1 control, DEL, or a bidi control
- * in UTF-8), else 0. */
+/* The length of the well-formed UTF-8 sequence at s, or 0. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* Length of what at s must not reach a terminal raw — a C0/C1 control, DEL, a bidi or line
+ * control (LRM, RLM, ALM, LRE..RLO, LRI..PDI, U+2028/9), a byte that is not well-formed
+ * UTF-8 — else 0. */
 static size_t control_len(const unsigned char *s)
 {
 	if (s[0] < 0x20 || s[0] == 0x7f)
 		return 1;
-	if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+	size_t n = utf8_seq(s);
+	if (n == 0)
+		return 1;
+	if (n == 2 && ((s[0] == 0xc2 && s[1] <= 0x9f) || (s[0] == 0xd8 && s[1] == 0x9c)))
 		return 2;
-	if (s[0] == 0xe2 && ((s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae) || (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
+	if (n == 3 && s[0] == 0xe2 &&
+	    ((s[1] == 0x80 && ((s[2] >= 0x8e && s[2] <= 0x8f) || (s[2] >= 0xa8 && s[2] <= 0xae))) ||
+	     (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
 		return 3;
 	return 0;
 }
@@ -79,7 +95,9 @@ void pd_err_print(const pd_err *err)
 	for (const unsigned char *p = (const unsigned char *)m; *p;) {
 		size_t n = control_len(p);
 		if (!n) {
-			fputc(*p++, stderr);
+			size_t k = utf8_seq(p); /* a whole character at a time */
+			fwrite(p, 1, k, stderr);
+			p += k;
 			continue;
 		}
 		for (size_t i = 0; i < n; i++)

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "util/fdio.h"
+#include "util/error.h"
 
 /* A sysctl file says size 0 and answers any read at a non-zero offset with EOF: the reader
  * must take it in one read (a 1-byte first read once turned cap_last_cap "40" into "4"). */
@@ -34,11 +35,58 @@ static void test_too_big(void **state)
 	assert_null(got);
 }
 
+/* what pd_err_print writes for msg */
+static char *printed(const char *msg)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	fflush(stderr);
+	int saved = dup(2);
+	dup2(p[1], 2);
+	close(p[1]);
+	pd_err e = {.code = EINVAL};
+	snprintf(e.msg, sizeof(e.msg), "%s", msg);
+	pd_err_print(&e);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	char *buf = NULL;
+	size_t len;
+	assert_int_equal(read_fd_all(p[0], 4096, &buf, &len), 0);
+	close(p[0]);
+	return buf;
+}
+
+/* names from untrusted places reach the terminal escaped: controls, bidi and line controls,
+ * bytes that are not UTF-8; well-formed text passes as it is */
+static void test_err_print_escapes(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain é ✓", "paddock: plain é ✓\n"},
+		{"a\x1b[31mb", "paddock: a\\x1b[31mb\n"},
+		{"x\xc2\x9by", "paddock: x\\xc2\\x9by\n"},           /* C1 CSI */
+		{"x\xe2\x80\xaey", "paddock: x\\xe2\\x80\\xaey\n"},    /* RLO */
+		{"x\xe2\x80\x8fy", "paddock: x\\xe2\\x80\\x8fy\n"},    /* RLM */
+		{"x\xe2\x80\xa8y", "paddock: x\\xe2\\x80\\xa8y\n"},    /* LINE SEPARATOR */
+		{"x\xd8\x9cy", "paddock: x\\xd8\\x9cy\n"},           /* ALM */
+		{"x\x9by", "paddock: x\\x9by\n"},                    /* a lone C1 byte */
+		{"x\xe2\x80", "paddock: x\\xe2\\x80\n"},             /* cut short */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		_cleanup_free_ char *got = printed(cases[i].in);
+		assert_string_equal(got, cases[i].out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proc_sysctl),
 		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_err_print_escapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
