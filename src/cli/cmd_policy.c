@@ -113,8 +113,21 @@ int cmd_policy(int argc, char **argv)
 	 * first call's ordering mode ('+') for the rest of the process. */
 	char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
 	int n_rest = 0;
+	bool opts_end = false;
 	for (int i = optind; i < argc; i++) {
 		const char *a = argv[i];
+		if (opts_end) {
+			rest[n_rest++] = argv[i];
+			continue;
+		}
+		if (streq(a, "--")) {
+			opts_end = true;
+			continue;
+		}
+		if (startswith(a, "-s") && a[2]) { /* -sNAME */
+			box = a + 2;
+			continue;
+		}
 		if (streq(a, "-h") || streq(a, "--help")) {
 			free(rest);
 			policy_help();
