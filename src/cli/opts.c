@@ -166,10 +166,11 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 				"image's size\n");
 	/* on ns the box's files live in its memory (ns_disk_cap): say so when --disk asks more */
 	uint64_t mem = o->spec.memory ? o->spec.memory : NS_DEFAULT_MEMORY;
-	if (streq(o->spec.backend, "ns") && o->spec.disk && ns_disk_cap(o->spec.disk, mem) < o->spec.disk)
-		fprintf(stderr, "paddock: note: on the ns backend the box's files live in its memory: --disk is %llu MiB "
+	uint64_t disk = o->spec.disk ? o->spec.disk : NS_DEFAULT_DISK;
+	if (streq(o->spec.backend, "ns") && (o->spec.disk || o->spec.memory) && ns_disk_cap(disk, mem) < disk)
+		fprintf(stderr, "paddock: note: on the ns backend the box's files live in its memory: its disk is %llu MiB "
 				"at --memory %llu MiB (raise --memory for more)\n",
-			(unsigned long long)(ns_disk_cap(o->spec.disk, mem) >> 20), (unsigned long long)(mem >> 20));
+			(unsigned long long)(ns_disk_cap(disk, mem) >> 20), (unsigned long long)(mem >> 20));
 	return 0;
 }
 

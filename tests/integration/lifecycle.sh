@@ -109,7 +109,7 @@ t_a_full_disk_is_enospc_and_the_box_lives() {
 	pd_only ns "the disk is tmpfs only on ns"
 	local out
 	out=$(pd create --memory 256M --disk 2G k3 2>&1)
-	assert_contains "$out" "--disk is 128 MiB at --memory 256 MiB"
+	assert_contains "$out" "its disk is 128 MiB at --memory 256 MiB"
 	out=$(pd exec k3 -- sh -c 'echo keep >/tmp/keep; head -c 300M /dev/zero >/tmp/fill; echo "rc=$?"' 2>&1)
 	assert_contains "$out" "No space left on device"
 	assert_contains "$out" "rc=1"
