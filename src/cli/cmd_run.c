@@ -192,10 +192,26 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, cons
 	bool up = r == 0;
 	int status = EXIT_FAILURE_PD;
 	pd_debug("run --rm: box up");
-	if (r == 0)
+	if (r == 0 && !box_boot_cancel)
 		cli_print_copyin_notes(dir);
-	if (r == 0 && n_copies)
+	if (r == 0 && !box_boot_cancel && n_copies)
 		copy_mounts(box.h.ctl_fd, true, o->spec.name, dir, copies, n_copies);
+	/* a signal to end the run came while the box started (or its mounts were copied in): it
+	 * ends before its command runs, as the command would have on that signal */
+	if (box_boot_cancel) {
+		status = 128 + box_boot_cancel;
+		if (r < 0) /* the boot gave up for it: not paddock's failure to report */
+			r = 0;
+		else {
+			box_kill(&box);
+			link = sup_net_stop_keep_link(TAKE_PTR(net));
+		}
+		sup_net_stop(net);
+		remove_later(home, dir, link, up ? &box : NULL);
+		if (lock >= 0)
+			close(lock);
+		return status;
+	}
 	if (r == 0) {
 		/* no supervisor here to merge the box's defaults: the request carries them */
 		_cleanup_strv_ char **env = session_env(o);

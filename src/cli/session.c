@@ -16,6 +16,9 @@ static bool tio_saved;
 static void on_signal(int sig)
 {
 	int saved = errno;
+	/* a box still starting (run --rm) gives up: the user asked to end it */
+	if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
+		box_boot_cancel = sig;
 	unsigned char c = (unsigned char)sig;
 	ssize_t r = write(sig_pipe[1], &c, 1);
 	(void)r;

@@ -49,14 +49,19 @@ static int recv_deadline(int fd, uint8_t *buf, struct proto_frame *f, int64_t de
 		int left = (int)(deadline - mono_ms());
 		if (left <= 0)
 			return -ETIMEDOUT;
+		if (box_boot_cancel)
+			return -ECANCELED;
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int r = poll(&p, 1, left);
+		/* short polls: a cancel (a signal's handler sets it) is seen within 100 ms */
+		int r = poll(&p, 1, left < 100 ? left : 100);
 		if (r < 0 && errno != EINTR)
 			return -errno;
 		if (r > 0)
 			return proto_recv(fd, buf, f);
 	}
 }
+
+volatile sig_atomic_t box_boot_cancel;
 
 uint16_t sup_peer_minor;
 
@@ -80,6 +85,8 @@ static int greet(int fd, int64_t deadline, pd_err *err)
 	int r = recv_deadline(fd, buf, &f, deadline);
 	if (r == -ETIMEDOUT)
 		return pd_error_msg(err, ETIMEDOUT, "paddock-init did not answer within %d s", SUP_BOOT_TIMEOUT_MS / 1000);
+	if (r == -ECANCELED)
+		return pd_error_msg(err, ECANCELED, "interrupted while the box started");
 	if (r < 0)
 		return pd_error(err, r, "paddock-init closed the control channel during start");
 	if (proto_decode_hello(&f, &major, &minor) < 0)

@@ -4,6 +4,8 @@
  * through box_boot()/box_shutdown() without a socket. */
 #pragma once
 
+#include <signal.h>
+
 #include "proto/proto.h"
 #include "supervisor/store.h"
 
@@ -53,3 +55,7 @@ int sup_connect(const char *box_dir, pd_err *err);
  * supervisor (and for `run --rm`, its own supervisor), the supervisor for a CLI. A frame that
  * needs a newer minor is sent only to a peer that speaks it (proto.h). */
 extern uint16_t sup_peer_minor;
+
+/* Set (to the signal's number) by a process that boots a box in its own signal handler
+ * (`run --rm`): box_boot gives up waiting for the guest's greeting within 100 ms. */
+extern volatile sig_atomic_t box_boot_cancel;

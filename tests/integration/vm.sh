@@ -175,6 +175,23 @@ t_a_failed_boot_says_why() {
 	assert_eq "$(pd ls | tail -n +2)" ""
 }
 
+# Ctrl-C while the guest boots ends the run at once (it waited up to the boot's 120 s), with
+# the signal's status, and leaves nothing
+t_ctrl_c_during_boot_ends_the_run() {
+	pd_only vm "a boot of seconds"
+	local pid st=0 t0
+	PADDOCK_VM_TEMPLATE=0 "$PADDOCK" run --rm --backend vm --workspace none --name bootint -- sleep 100 &
+	pid=$!
+	sleep 1
+	t0=$(date +%s%N)
+	kill -INT $pid
+	wait $pid || st=$?
+	assert_eq "$st" "130"
+	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 5000 ] || fail "the run took more than 5 s to end"
+	for _ in $(seq 50); do [ -e "$PADDOCK_HOME/boxes/bootint" ] || break; sleep 0.1; done
+	assert_eq "$(pd ls | tail -n +2)" ""
+}
+
 # QEMU killed under a running box: ls says so, the disk (and so the workspace) survives, and
 # the box starts again with its files.
 t_qemu_killed_midrun_box_recovers() {
