@@ -19,6 +19,7 @@
 #include "util/fdio.h"
 #include "workspace/ws_apply.h"
 #include "workspace/ws_copyin.h"
+#include "util/thread.h"
 
 /* Splits "NAME:PATH" when NAME is a valid sandbox name; NULL otherwise. */
 static char *box_side(const char *arg, char **ret_path)
@@ -91,10 +92,18 @@ static int copy_out(const char *name, const char *path, const char *hostdir, boo
 	return r < 0 ? r : (clean ? 0 : 1);
 }
 
-/* Producer child for copy-in: a tar stream of a host directory (ws_copyin) or of one regular
- * file (libarchive), written to out_fd; a directory's copy-in manifest is saved as
- * box_dir/record when record is set. Never returns. */
-static _noreturn_ void produce(const char *hostpath, int out_fd, const char *box_dir, const char *record)
+/* Producer for copy-in: a tar stream of a host directory (ws_copyin) or of one regular file
+ * (libarchive), written to out_fd (closed when done); a directory's copy-in manifest is
+ * saved as box_dir/record when record is set. 0, or 1 when it failed (said on stderr). A
+ * thread, not a forked child: under `run --rm` this process runs the box's network thread,
+ * and a child forked beside it must not take locks (malloc's, the loader's for libcrypto)
+ * another thread may have held at the fork. */
+struct producer {
+	const char *hostpath, *box_dir, *record;
+	int out_fd, status;
+};
+
+static int produce(const char *hostpath, int out_fd, const char *box_dir, const char *record)
 {
 	pd_err err = {0};
 	struct stat st;
@@ -109,6 +118,8 @@ static _noreturn_ void produce(const char *hostpath, int out_fd, const char *box
 		_cleanup_close_ int dfd = record && r == 0 ? open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 		if (record && r == 0)
 			r = dfd < 0 ? pd_error(&err, errno, "cannot open %s", box_dir) : ws_manifest_save(&m, dfd, record, &err);
+		ws_manifest_free(&m);
+		ws_notes_free(&n);
 	} else if (r == 0 && S_ISREG(st.st_mode)) {
 		_cleanup_close_ int fd = open(hostpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		struct archive *a = archive_write_new();
@@ -133,9 +144,18 @@ static _noreturn_ void produce(const char *hostpath, int out_fd, const char *box
 		archive_write_free(a);
 	} else if (r == 0)
 		r = -EINVAL;
+	if (!(r == 0 && S_ISDIR(st.st_mode)))
+		close(out_fd); /* (a directory's is closed above, before its manifest is saved) */
 	if (r < 0)
 		fprintf(stderr, "paddock cp: cannot read %s: %s\n", hostpath, err.msg[0] ? err.msg : strerror(-r));
-	_exit(r < 0 ? 1 : 0);
+	return r < 0 ? 1 : 0;
+}
+
+static void *producer_main(void *arg)
+{
+	struct producer *p = arg;
+	p->status = produce(p->hostpath, p->out_fd, p->box_dir, p->record);
+	return NULL;
 }
 
 int cli_copy_in(int conn, const char *hostpath, const char *name, const char *path, const char *record, pd_err *err)
@@ -153,19 +173,19 @@ int cli_copy_in(int conn, const char *hostpath, const char *name, const char *pa
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return pd_error(err, errno, "cannot create a pipe");
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		produce(hostpath, p[1], dir, record);
+	struct producer prod = {.hostpath = hostpath, .box_dir = dir, .record = record, .out_fd = p[1], .status = 1};
+	pthread_t t;
+	if ((r = thread_start_quiet(&t, NULL, producer_main, &prod)) < 0) {
+		close(p[0]), close(p[1]);
+		return pd_error(err, -r, "cannot start the copy's producer");
 	}
-	close(p[1]);
 	int st = session_run_on(conn, argv, p[0], STDOUT_FILENO, err);
+	/* closed first: a producer still writing gets EPIPE (SIGPIPE is blocked in it) and ends */
 	close(p[0]);
-	int w = 0;
-	waitpid(pid, &w, 0);
+	pthread_join(t, NULL);
 	if (st < 0)
 		return st;
-	if (!(WIFEXITED(w) && WEXITSTATUS(w) == 0))
+	if (prod.status != 0)
 		return pd_error_msg(err, EIO, "cannot copy %s", hostpath);
 	return st == 0 ? 0 : pd_error_msg(err, EIO, "tar inside sandbox '%s' failed (%d)", name, st);
 }
