@@ -158,6 +158,14 @@ int cli_start_box(const char *dir, bool *ret_started, pd_err *err)
 		return pd_error_msg(err, EINVAL, "sandbox '%s' was made by 'paddock run --rm' and %s; remove it with 'paddock rm'",
 				    strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir,
 				    st.status == BOX_STATUS_RUNNING ? "runs inside that run" : "its run is gone");
+	if (*ret_started && st.status == BOX_STATUS_DEAD) {
+		/* an ns box that died kept nothing of its writable layer since its last stop */
+		struct box_spec spec = {0};
+		if (store_load_spec(dir, &spec, NULL) == 0 && spec.backend && streq(spec.backend, "ns"))
+			fprintf(stderr, "paddock: note: %s died without a stop: what it wrote since its last stop is gone; "
+					"it starts from what that stop saved\n", strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir);
+		box_spec_free(&spec);
+	}
 	if (*ret_started) { /* the temp file of a save whose stop was killed half-way */
 		_cleanup_free_ char *tmp = xasprintf("%s/%s.tmp", dir, WSBOX_SAVED_TAR);
 		(void)unlink(tmp);

@@ -98,7 +98,7 @@ t_init_killed_unasked_reads_dead() {
 	for _ in $(seq 100); do [ "$(status_of k2)" = dead ] && break; sleep 0.05; done
 	assert_eq "$(status_of k2)" "dead"
 	assert_contains "$(pd logs k2)" "died: its init was killed (SIGKILL: a kill from outside"
-	pd start k2
+	assert_contains "$(pd start k2 2>&1)" "k2 died without a stop: what it wrote since its last stop is gone"
 	assert_eq "$(pd exec k2 -- echo back)" "back"
 	pd rm -f k2
 }
