@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "runtime/ns/ns_cgroup.h"
 
 static void age(int64_t t, char *buf, size_t n)
 {
@@ -73,6 +74,19 @@ int cmd_ls(int argc, char **argv)
 		if (store_load_spec(dir, &s, NULL) < 0)
 			continue; /* being created or removed right now */
 		enum box_status st = store_status(dir, &state);
+		/* a `run --rm` whose run was killed (SIGKILL: it could not clean up) is what --rm
+		 * asked to throw away: gone here, with its cgroups. Only once it is 30 s old: a run
+		 * that is starting holds no lock for a moment after its state directory is made. */
+		if (st == BOX_STATUS_DEAD && state.in_run && s.created + 30 < (int64_t)time(NULL)) {
+			_cleanup_close_ int lock = store_lock(dir, "lock", false);
+			if (lock >= 0 && store_status(dir, &state) == BOX_STATUS_DEAD) {
+				_cleanup_free_ char *leaf = ns_cgroup_leaf(names[i], dir);
+				ns_cgroup_remove_stale(leaf);
+				store_remove(dir, NULL);
+				box_spec_free(&s);
+				continue;
+			}
+		}
 		char a[32];
 		age(s.created, a, sizeof(a));
 		if (json)

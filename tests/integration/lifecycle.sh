@@ -146,6 +146,31 @@ t_run_rm_signalled_during_start_leaves_nothing() {
 	! pgrep -f "sleep 4545" >/dev/null || fail "left running: $(pgrep -af "sleep 4545")"
 }
 
+# What a SIGKILLed `run --rm` left (a dead box and its cgroups) goes at the next `ls` once it
+# is 30 s old (younger, a run may be starting): --rm asked for it to be thrown away
+t_run_rm_sigkilled_is_swept_by_ls() {
+	"$PADDOCK" run --rm --name sw1 --workspace none -- sleep 4646 &
+	local pid=$!
+	for _ in $(seq 100); do pgrep -f 'sleep 4646' >/dev/null && break; sleep 0.05; done
+	kill -KILL $pid
+	wait $pid 2>/dev/null || true
+	for _ in $(seq 100); do [ "$(status_of sw1)" = dead ] && break; sleep 0.05; done
+	assert_eq "$(status_of sw1)" "dead" "a young one is left alone"
+	local leaf
+	leaf=$(cgroup_leaf sw1)
+	python3 - "$PADDOCK_HOME/boxes/sw1/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["created"] -= 60
+json.dump(c, open(p, "w"))
+PY
+	assert_eq "$(status_of sw1)" "absent"
+	[ ! -e "$PADDOCK_HOME/boxes/sw1" ] || fail "its state is left"
+	for _ in $(seq 100); do [ -z "$(cgroups_at "$leaf")" ] && break; sleep 0.05; done
+	assert_eq "$(cgroups_at "$leaf")" ""
+}
+
 t_run_rm_sigkilled_leaves_nothing_after_rm() {
 	local i pid d
 	for i in 0 1 2 3 4 5 6 7 8 9; do
