@@ -39,18 +39,44 @@ static _noreturn_ void bundle_out(const char *box_dir, bool uncommitted, int out
 	_exit(status < 0 ? 125 : status);
 }
 
-static int run_git(char *const *argv)
+/* git's exit status; what it printed (stdout and stderr, the first msgn-1 bytes) in msg, shown
+ * only when it failed ("bundle verify -q" still says "is okay") */
+static int run_git(char *const *argv, char *msg, size_t msgn)
 {
+	int p[2];
+	msg[0] = '\0';
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* only what git needs: no inherited GIT_* that could point it elsewhere */
 		char *envp[] = {"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", NULL};
-		execve("/usr/bin/git", argv, envp);
+		if (dup2(p[1], 1) >= 0 && dup2(p[1], 2) >= 0)
+			execve("/usr/bin/git", argv, envp);
 		_exit(127);
 	}
+	close(p[1]);
+	size_t n = 0;
+	char sink[512];
+	for (;;) { /* read all of it (git must not block on a full pipe); keep the start */
+		bool keep = n + 1 < msgn;
+		ssize_t k = read(p[0], keep ? msg + n : sink, keep ? msgn - 1 - n : sizeof(sink));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		if (keep)
+			n += (size_t)k;
+	}
+	msg[n] = '\0';
+	close(p[0]);
 	int st = 0;
 	if (pid < 0 || waitpid(pid, &st, 0) < 0)
 		return -errno;
+	/* one line for the error message */
+	for (char *c = msg; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -76,15 +102,16 @@ int apply_branch(const char *box_dir, const char *project, const char *branch, b
 	char *verify[] = {"git", gd, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
 			  "bundle", "verify", "-q", bundle, NULL};
 	char *fetch[] = {"git", gd, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-			 "-c", "transfer.fsckObjects=true", "fetch", "-q", "--no-tags", "--no-write-fetch-head",
+			 "-c", "transfer.fsckObjects=true", "fetch", "--no-tags", "--no-write-fetch-head",
 			 bundle, refspec, NULL};
-	int r = run_git(verify);
+	char said[400];
+	int r = run_git(verify, said, sizeof(said));
 	if (r == 0)
-		r = run_git(fetch);
+		r = run_git(fetch, said, sizeof(said));
 	unlink(bundle);
 	if (r != 0)
 		return pd_error_msg(err, EIO, "git could not take the sandbox's commits into branch '%s' (status %d; "
-				    "an existing branch is only fast-forwarded)", branch, r);
+				    "an existing branch is only fast-forwarded): %s", branch, r, said[0] ? said : "no reason given");
 	printf("branch %s now holds the sandbox's commits (nothing was checked out)\n", branch);
 	return 0;
 }

@@ -432,8 +432,16 @@ t_apply_branch_takes_commits_without_checkout() {
 	pd exec gb -- sh -c 'echo boxed >>f && git -c user.name=a -c user.email=a@b commit -qam "box work" && echo wip >g'
 	# a hook the box planted must never run on the host
 	pd exec gb -- sh -c 'printf "#!/bin/sh\ntouch /tmp/pd-hook-ran-$$\n" >.git/hooks/reference-transaction; chmod +x .git/hooks/reference-transaction'
-	pd apply --branch=box-work --uncommitted gb >/dev/null
+	local out
+	out=$(pd apply --branch=box-work --uncommitted gb 2>&1)
+	assert_not_contains "$out" "is okay"
 	assert_eq "$(git log --format=%s -2 box-work | tr '\n' '|')" "paddock: uncommitted changes|box work|"
+	# a branch that cannot be fast-forwarded is refused, with git's reason
+	git -c user.email=a@b -c user.name=t commit -q --allow-empty -m host-side
+	git branch -f box-work HEAD
+	out=$(pd apply --branch=box-work gb 2>&1) && fail "a branch was rewritten: $out"
+	assert_contains "$out" "only fast-forwarded): "
+	assert_contains "$out" "rejected"
 	assert_eq "$(cat f)" "base"             # nothing checked out
 	assert_eq "$(git status --porcelain)" "" # the work tree is untouched
 	[ ! -e .git/hooks/reference-transaction ] || fail "the box's hook reached the host"
