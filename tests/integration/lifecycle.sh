@@ -151,7 +151,9 @@ t_run_rm_signalled_during_start_leaves_nothing() {
 t_run_rm_sigkilled_is_swept_by_ls() {
 	"$PADDOCK" run --rm --name sw1 --workspace none -- sleep 4646 &
 	local pid=$!
-	for _ in $(seq 100); do pgrep -f 'sleep 4646' >/dev/null && break; sleep 0.05; done
+	# killed once its state exists and its run holds it (any backend)
+	for _ in $(seq 400); do [ "$(status_of sw1)" = running ] && break; sleep 0.05; done
+	assert_eq "$(status_of sw1)" "running"
 	kill -KILL $pid
 	wait $pid 2>/dev/null || true
 	for _ in $(seq 100); do [ "$(status_of sw1)" = dead ] && break; sleep 0.05; done
