@@ -197,28 +197,21 @@ static int run_in_process(struct box_opts *o, const char *home, char **cmd, cons
 	if (r == 0 && !box_boot_cancel && n_copies)
 		copy_mounts(box.h.ctl_fd, true, o->spec.name, dir, copies, n_copies);
 	/* a signal to end the run came while the box started (or its mounts were copied in): it
-	 * ends before its command runs, as the command would have on that signal */
-	if (box_boot_cancel) {
-		status = 128 + box_boot_cancel;
-		if (r < 0) /* the boot gave up for it: not paddock's failure to report */
-			r = 0;
-		else {
-			box_kill(&box);
-			link = sup_net_stop_keep_link(TAKE_PTR(net));
-		}
-		sup_net_stop(net);
-		remove_later(home, dir, link, up ? &box : NULL);
-		if (lock >= 0)
-			close(lock);
-		return status;
-	}
-	if (r == 0) {
+	 * ends before its command runs, as the command would have on that signal (a boot that
+	 * gave up for it is not paddock's failure to report) */
+	int sig = box_boot_cancel;
+	if (sig) {
+		status = 128 + sig;
+		r = 0;
+	} else if (up) {
 		/* no supervisor here to merge the box's defaults: the request carries them */
 		_cleanup_strv_ char **env = session_env(o);
 		struct session_req req = {.argv = cmd, .env = env, .cwd = o->spec.workdir,
 					  .user = o->spec.user, .tty = o->tty};
 		r = session_run(box.h.ctl_fd, 1, &req, &status, err);
 		pd_debug("run --rm: session ended");
+	}
+	if (up) {
 		/* --rm: nothing inside is worth a graceful stop; kill the whole box at once, and take
 		 * its network down while the kernel tears the box down (a few ms of namespaces and
 		 * mounts) */

@@ -156,8 +156,8 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 				 o->spec.binds[0].host, o->spec.binds[0].box);
 	/* a vCPU is a host thread: more than the host has only slows a guest (under TCG, 64 of
 	 * them on 2 cores never booted) */
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	if (streq(o->spec.backend, "vm") && ncpu > 0 && o->spec.cpus_milli > (uint32_t)ncpu * 1000u)
+	long ncpu = streq(o->spec.backend, "vm") && o->spec.cpus_milli ? sysconf(_SC_NPROCESSORS_ONLN) : 0;
+	if (ncpu > 0 && o->spec.cpus_milli > (uint32_t)ncpu * 1000u)
 		return cli_usage(verb, "--cpus: a vm box gets at most %ld (this host's CPUs)", ncpu);
 	if (streq(o->spec.backend, "vm") && o->spec.memory && o->spec.memory < (UINT64_C(128) << 20))
 		return cli_usage(verb, "--memory: a vm box needs at least 128M (its kernel panics in less)");

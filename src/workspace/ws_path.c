@@ -134,10 +134,7 @@ enum ws_reason ws_path_normalize(const char *raw, const struct ws_limits *lim, c
 
 bool ws_path_under(const char *path, const char *prefix)
 {
-	size_t n = strlen(prefix);
-	if (n == 0)
-		return true;
-	return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+	return !*prefix || path_under(path, prefix); /* "" is the tree's root */
 }
 
 static enum ws_reason link_component(const char *c, size_t n, int *depth, bool *seen_name)
