@@ -286,6 +286,25 @@ static int snapshot(struct wsnap *s, pd_err *err)
 	return r;
 }
 
+/* A stopped ns box: its copy is the tar its stop saved, fixed until it starts again; read by
+ * the same hostile-input reader and under the same ignore rules as a live box's stream. */
+static int snapshot_saved(struct wsnap *s, pd_err *err)
+{
+	_cleanup_close_ int tar = openat(s->box_fd, WSBOX_SAVED_TAR, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (tar < 0)
+		return pd_error(err, errno, "cannot open the copy its stop saved");
+	_cleanup_(ws_ignore_freep) struct ws_ignore *ig = host_ignore(s);
+	struct ws_limits lim = WS_LIMITS_DEFAULT;
+	struct ws_bplan plan = {0};
+	struct ws_tar_opts o = {.limits = &lim, .staging_fd = s->staging_fd, .base = &s->base, .ignore = ig,
+				.ignored = &plan.ignored};
+	int r = ws_manifest_from_tar(tar, &o, &s->box, &s->notes, err);
+	if (r == 0)
+		ws_bplan_note_moves(&plan, &s->base, &s->box, &s->notes);
+	ws_bplan_free(&plan);
+	return r;
+}
+
 static int cmp_sha(const void *a, const void *b) { return memcmp(a, b, WS_SHA256_LEN); }
 
 /* Removes what the snapshot in s->box does not need from the staging directory (it is kept
@@ -321,8 +340,13 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err
 {
 	struct box_spec spec = {0};
 	int r = open_box(name, mount, s, &spec, err);
+	enum box_status st = r == 0 ? store_status(s->box_dir, NULL) : BOX_STATUS_INVALID;
+	/* an ns box's copy outlives a clean stop as the tar the stop saved (a vm box's stays on
+	 * its disk, readable only by the guest); a dead box's tar is its last stop's, not its copy */
+	bool from_tar = r == 0 && st == BOX_STATUS_STOPPED && s->mount < 0 && spec.backend && streq(spec.backend, "ns") &&
+		     faccessat(s->box_fd, WSBOX_SAVED_TAR, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	box_spec_free(&spec);
-	if (r == 0 && store_status(s->box_dir, NULL) != BOX_STATUS_RUNNING)
+	if (r == 0 && st != BOX_STATUS_RUNNING && !from_tar)
 		r = pd_error_msg(err, ESRCH, "sandbox '%s' is not running; start it with 'paddock start %s'", name, name);
 	_cleanup_free_ char *saved = snap_file(s, WSNAP_BOX_MANIFEST);
 	/* the saved snapshot goes first: its staged content is about to be replaced */
@@ -333,7 +357,7 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err
 	if (r == 0)
 		r = open_staging(s, err);
 	if (r == 0)
-		r = snapshot(s, err);
+		r = from_tar ? snapshot_saved(s, err) : snapshot(s, err);
 	if (r < 0)
 		return pd_err_prefix(err, "cannot read %s of '%s'", mount ? mount : "the workspace", name);
 	s->taken = time(NULL);

@@ -77,7 +77,7 @@ void ws_bplan_make(const struct ws_bscan *now, const struct ws_bscan *baseline, 
  * the ignore rules has (plan->ignored) was most likely moved there: notes it, so the user
  * does not lose it to an apply that deletes it on the host while its new place is not shown.
  * Pure. */
-#define WS_BPLAN_IGNORED_MAX 65536
+#define WS_BPLAN_IGNORED_MAX WS_IGNORED_MAX
 void ws_bplan_note_moves(const struct ws_bplan *plan, const struct ws_manifest *base, const struct ws_manifest *box,
 			 struct ws_notes *notes);
 

@@ -76,11 +76,14 @@ int ws_manifest_from_dir(int rootfd, const struct ws_limits *lim, struct ws_mani
 
 struct ws_ignore;
 
+/* the most ignored files a snapshot lists for ws_bplan_note_moves */
+#define WS_IGNORED_MAX 65536
 struct ws_tar_opts {
 	const struct ws_limits *limits;  /* NULL: WS_LIMITS_DEFAULT */
 	int staging_fd;                  /* content store (files named by hex SHA-256); -1: hash only */
 	const struct ws_manifest *base;  /* content equal to base's for the same path is not staged */
 	const struct ws_ignore *ignore;  /* entries the host's ignore rules match are skipped */
+	struct ws_manifest *ignored;     /* NULL, or: regular files so skipped, path and size (capped) */
 };
 
 /* Reads an uncompressed tar stream from fd. Entries with bad names are noted and left out;

@@ -323,8 +323,13 @@ static int take_entry(struct tar_ctx *c, struct archive_entry *ae, const char *p
 	/* the ignore rules keep new entries out; one the copy-in gave the box is always read
 	 * back (rules added since must not turn it into a deletion) */
 	if (c->o->ignore && !(c->o->base && ws_manifest_find(c->o->base, path)) &&
-	    ws_ignore_match(c->o->ignore, path, is_dir) != WS_OK)
+	    ws_ignore_match(c->o->ignore, path, is_dir) != WS_OK) {
+		if (c->o->ignored && archive_entry_filetype(ae) == AE_IFREG && !archive_entry_hardlink(ae) &&
+		    c->o->ignored->n < WS_IGNORED_MAX)
+			ws_manifest_add(c->o->ignored, &(struct ws_entry){.path = (char *)path, .type = WS_FILE,
+									   .size = (uint64_t)archive_entry_size(ae)});
 		return 0;
+	}
 	enum ws_reason pr = ensure_parents(c, path);
 	struct ws_entry *old = lookup(c, path);
 	if (pr != WS_OK || (old && !(old->type == WS_DIR && is_dir))) {

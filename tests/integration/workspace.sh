@@ -364,6 +364,48 @@ t_a_file_moved_into_an_ignored_directory_is_noted() {
 	pd rm -f wsmv >/dev/null
 }
 
+# A stopped box's work can be reviewed and applied without starting it again: an ns box's
+# copy is the tar its stop saved, read like a live box's stream (same ignore rules, same
+# notes); a vm box's stays on its disk, which only its guest reads.
+t_a_stopped_box_can_be_diffed_and_applied() {
+	mkproj
+	(cd "$P" && pd create wsstp >/dev/null)
+	pd exec wsstp -- sh -c 'echo more >>a.txt && echo new >b.txt && mkdir -p node_modules/y && mv src/m.c node_modules/y/'
+	pd stop wsstp
+	if [ "$PD_BACKEND" = vm ]; then
+		local out
+		out=$(pd diff --stat wsstp 2>&1) && fail "diff read a stopped vm box's disk: $out"
+		assert_contains "$out" "start it with 'paddock start wsstp'"
+		pd rm -f wsstp >/dev/null
+		return
+	fi
+	local out
+	out=$(pd diff --stat wsstp 2>&1) || fail "diff of a stopped box failed: $out"
+	assert_contains "$out" "M a.txt"
+	assert_contains "$out" "A b.txt"
+	assert_contains "$out" "D src/m.c"
+	assert_contains "$out" "note: node_modules/y/m.c"
+	assert_not_contains "$out" "A node_modules"
+	pd apply wsstp a.txt b.txt >/dev/null || fail "apply from a stopped box failed"
+	assert_eq "$(tail -1 "$P/a.txt")" "more"
+	assert_eq "$(cat "$P/b.txt")" "new"
+	[ -f "$P/src/m.c" ] || fail "apply of named paths deleted another"
+	assert_contains "$(pd ls)" "stopped"
+	pd start wsstp
+	assert_eq "$(pd exec wsstp -- cat b.txt)" "new"
+	pd rm -f wsstp >/dev/null
+	# a dead box's saved tar is its last stop's, not its copy: refused
+	(cd "$P" && pd create wsdead >/dev/null)
+	pd stop wsdead && pd start wsdead
+	pd exec wsdead -- sh -c 'echo lost >c.txt'
+	kill -9 "$(pd ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='wsdead'][0]['supervisor_pid'])")"
+	local i
+	for i in $(seq 50); do [ "$(pd ls | awk '$1 == "wsdead" { print $2 }')" = dead ] && break; sleep 0.1; done
+	out=$(pd diff --stat wsdead 2>&1) && fail "diff read a dead box's stale tar: $out"
+	assert_contains "$out" "not running"
+	pd rm -f wsdead >/dev/null
+}
+
 # diff and apply take paths as a user types them: "./x", "x/", the project's absolute path or
 # /workspace's; one that names nothing is a usage error (a diff of it printed nothing, and the
 # apply after it applied nothing, both "successfully")
