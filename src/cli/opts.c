@@ -183,8 +183,17 @@ static void add_bind(struct box_spec *s, const char *host, const char *box, bool
 /* The default: copy the project (-w, else the current directory) — unless that directory is
  * / or the user's home, which are never copied wholesale by default (secrets live there). */
 /* The home directory dir is, or lies above, if any: $HOME, the caller's passwd entry, under
- * sudo the invoking user's, and the usual places of everyone's (/home, /root) — whichever
- * names it (a copy of it takes its secrets). */
+ * sudo the invoking user's, the usual places of everyone's (/home, /root) and every person's
+ * passwd entry — whichever names it (a copy of it takes its secrets). */
+static bool home_is_at_or_below(const char *home, const char *dir, char *buf, size_t n)
+{
+	char real[PATH_MAX];
+	if (!home || home[0] != '/' || !realpath(home, real) || streq(real, "/") || !path_under(real, dir))
+		return false;
+	snprintf(buf, n, "%s", real);
+	return true;
+}
+
 static const char *home_at_or_below(const char *dir, char *buf, size_t n)
 {
 	const char *cands[5] = {getenv("HOME"), NULL, NULL, "/home", "/root"};
@@ -194,15 +203,19 @@ static const char *home_at_or_below(const char *dir, char *buf, size_t n)
 	pw = sudo && *sudo ? getpwnam(sudo) : NULL;
 	_cleanup_free_ char *theirs = pw && pw->pw_dir ? xstrdup(pw->pw_dir) : NULL;
 	cands[1] = mine, cands[2] = theirs;
-	for (size_t i = 0; i < ARRAY_SIZE(cands); i++) {
-		char real[PATH_MAX];
-		if (cands[i] && cands[i][0] == '/' && realpath(cands[i], real) && !streq(real, "/") &&
-		    path_under(real, dir)) {
-			snprintf(buf, n, "%s", real);
+	for (size_t i = 0; i < ARRAY_SIZE(cands); i++)
+		if (home_is_at_or_below(cands[i], dir, buf, n))
 			return buf;
-		}
-	}
-	return NULL;
+	/* and every other person's (root may copy any directory; a home elsewhere than /home
+	 * counts too): the uids login.defs gives people by default, not the system's accounts,
+	 * whose "homes" (/var/www, /var/lib/…) are ordinary projects */
+	const char *found = NULL;
+	setpwent();
+	while (!found && (pw = getpwent()))
+		if (pw->pw_uid >= 1000 && pw->pw_uid < 65534 && home_is_at_or_below(pw->pw_dir, dir, buf, n))
+			found = buf;
+	endpwent();
+	return found;
 }
 
 static const char *default_workspace(const struct box_opts *o)

@@ -321,6 +321,14 @@ t_binds_over_the_workspace_are_refused() {
 	if [ -d "$pwhome" ] && [ "$pwhome" != / ]; then
 		(cd "$pwhome" && HOME=/nonexistent assert_status 2 pd run --rm -w "$pwhome" -- true)
 	fi
+	# nor, for root, another person's home (root can read them all)
+	if [ "$(id -u)" = 0 ]; then
+		local user=${PD_TEST_USER:-pdtest} other
+		id "$user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$user"
+		other=$(getent passwd "$user" | cut -d: -f6)
+		mkdir -p "$other"
+		(cd "$P" && HOME=/nonexistent SUDO_USER= assert_status 2 pd run --rm -w "$other" -- true)
+	fi
 	# (on vm every -v is refused: a guest shares no host directory)
 	[ "$PD_BACKEND" != ns ] || (cd "$P" && assert_status 0 pd run --rm -v "$PADDOCK_HOME/hostdir:/data" -- true)
 }
