@@ -351,7 +351,9 @@ static int mount_root(const char *root)
 {
 	char disk[64];
 	snprintf(disk, sizeof(disk), "/dev/%s", root);
-	int r = mount_one(disk, VMBOOT_NEWROOT, "ext4", MS_NOATIME, NULL);
+	/* commit=1: with short_writeback(), a kill of QEMU (a power cut for the guest) loses at
+	 * most the last ~2 s of the box's writes, not ext4's default 5 s of metadata */
+	int r = mount_one(disk, VMBOOT_NEWROOT, "ext4", MS_NOATIME, "commit=1");
 	static const char *const moved[] = {"/dev", "/proc", "/sys"};
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(moved); i++) {
 		char dst[64];
@@ -427,6 +429,15 @@ static int write_str(const char *path, const char *text)
 	if (r < 0)
 		vlog("cannot write %s to %s: %s", text, path, strerror(-r));
 	return r;
+}
+
+/* The guest's page cache is written back after 1 s instead of 30: the disk is the box's
+ * state (kept across restarts and after a crash of QEMU), and what the guest has not written
+ * back when QEMU dies is lost. Best effort: a kernel without these knobs still boots. */
+static void short_writeback(void)
+{
+	(void)write_str("/proc/sys/vm/dirty_expire_centisecs", "100");
+	(void)write_str("/proc/sys/vm/dirty_writeback_centisecs", "100");
 }
 
 /* --pids inside the guest: PID 1 moves into a pids cgroup of the guest's own cgroup2
@@ -661,6 +672,8 @@ int vmboot(void)
 		r = box_files(&c);
 	if (r == 0)
 		r = network_up(c.net);
+	if (r == 0)
+		short_writeback();
 	if (r == 0)
 		r = limit_pids(c.pids);
 	if (r == 0 && c.template_boot)
