@@ -20,7 +20,10 @@ extern char **environ;
 
 static const char box_options_help[] =
 	"  -n, --name NAME        name the sandbox (default: a generated name)\n"
-	"      --backend ns|auto  how the box is built (default: auto = ns for now)\n"
+	"      --backend ns|vm|auto  how the box is built: namespaces, or a QEMU microVM with its own\n"
+	"                         kernel (default auto: vm where KVM is proven usable, else ns)\n"
+	"      --accel kvm|tcg|auto  a vm box's accelerator (default auto: KVM when a probe boot\n"
+	"                         proves it, else TCG; kvm where it fails is an error)\n"
 	"      --image IMAGE      the box's root is this image (paddock image ls) instead of the\n"
 	"                         host's read-only view\n"
 	"  -e, --env K[=V]        set K in the box (a bare K forwards the host's value)\n"

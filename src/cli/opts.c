@@ -11,13 +11,14 @@
 
 enum {
 	OPT_RM = 0x100, OPT_BACKEND, OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_USER,
-	OPT_WORKSPACE, OPT_IMAGE, OPT_HELP, OPT_NET, OPT_ALLOW, OPT_DENY, OPT_RESOLVE,
+	OPT_WORKSPACE, OPT_IMAGE, OPT_HELP, OPT_NET, OPT_ALLOW, OPT_DENY, OPT_RESOLVE, OPT_ACCEL,
 };
 
 static const struct option box_options[] = {
 	{"name", required_argument, NULL, 'n'},
 	{"rm", no_argument, NULL, OPT_RM},
 	{"backend", required_argument, NULL, OPT_BACKEND},
+	{"accel", required_argument, NULL, OPT_ACCEL},
 	{"env", required_argument, NULL, 'e'},
 	{"memory", required_argument, NULL, OPT_MEMORY},
 	{"cpus", required_argument, NULL, OPT_CPUS},
@@ -81,6 +82,12 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 		free(s->backend);
 		s->backend = xstrdup(optarg);
 		return 0;
+	case OPT_ACCEL:
+		if (!streq(optarg, "kvm") && !streq(optarg, "tcg") && !streq(optarg, "auto"))
+			return cli_usage(verb, "--accel must be kvm, tcg or auto, got '%s'", optarg);
+		free(s->accel);
+		s->accel = xstrdup(optarg);
+		return 0;
 	case 'e':
 		return cli_env_arg(optarg, &s->env) < 0 ? cli_usage(verb, "-e wants KEY=VALUE or KEY, got '%s'", optarg) : 0;
 	case OPT_USER:
@@ -141,6 +148,13 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 	}
 	if (!streq(o->spec.backend, "ns") && !streq(o->spec.backend, "vm") && !streq(o->spec.backend, "auto"))
 		return cli_usage(verb, "PADDOCK_BACKEND must be ns, vm or auto, got '%s'", o->spec.backend);
+	/* --accel is the vm backend's: it picks vm for auto and is refused with ns */
+	if (o->spec.accel && streq(o->spec.backend, "ns"))
+		return cli_usage(verb, "--accel %s: only a vm box has an accelerator (--backend vm)", o->spec.accel);
+	if (o->spec.accel && streq(o->spec.backend, "auto")) {
+		free(o->spec.backend);
+		o->spec.backend = xstrdup("vm");
+	}
 	/* auto is decided once, when the box is made: vm where KVM is proven, else ns */
 	if (streq(o->spec.backend, "auto")) {
 		free(o->spec.backend);

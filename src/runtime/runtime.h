@@ -37,6 +37,8 @@ struct box_config {
 	char *rootfs_upper;
 	/* vm: the image's base disk (image/vmdisk.h) in place of the default base image, or NULL */
 	char *disk_image;
+	/* vm: "kvm" | "tcg" | "auto" (--accel), or NULL: $PADDOCK_VM_ACCEL, else auto */
+	const char *vm_accel;
 	/* Tests force a layer to fail (fail-closed checks): a comma-separated list of layer
 	 * names taken from $PADDOCK_TEST_FAIL_LAYER only when PADDOCK_TESTING=1 is set. */
 	const char *test_fail_layer;

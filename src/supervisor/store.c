@@ -40,6 +40,7 @@ void box_spec_free(struct box_spec *s)
 	free(s->rootfs_upper);
 	free(s->profile);
 	free(s->vm_disk);
+	free(s->accel);
 	free(s->ca_file);
 	free(s->net.preset);
 	strv_free(s->net.allow);
@@ -137,6 +138,8 @@ char *box_spec_to_json(const struct box_spec *s)
 		cJSON_AddStringToObject(o, "profile", s->profile);
 	if (s->vm_disk)
 		cJSON_AddStringToObject(o, "vm_disk", s->vm_disk);
+	if (s->accel)
+		cJSON_AddStringToObject(o, "accel", s->accel);
 	if (s->ca_file)
 		cJSON_AddStringToObject(o, "ca_file", s->ca_file);
 	cJSON *net = cJSON_AddObjectToObject(o, "net");
@@ -234,6 +237,8 @@ int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 			s.profile = xstrdup(jstr(o, "profile"));
 		if (jstr(o, "vm_disk") && jstr(o, "vm_disk")[0] == '/')
 			s.vm_disk = xstrdup(jstr(o, "vm_disk"));
+		if (jstr(o, "accel"))
+			s.accel = xstrdup(jstr(o, "accel"));
 		if (jstr(o, "ca_file") && jstr(o, "ca_file")[0] == '/')
 			s.ca_file = xstrdup(jstr(o, "ca_file"));
 		r = spec_net_from_json(cJSON_GetObjectItemCaseSensitive(o, "net"), &s.net);
@@ -440,6 +445,7 @@ void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct 
 		.rootfs = s->rootfs,
 		.rootfs_upper = s->rootfs_upper,
 		.disk_image = s->vm_disk,
+		.vm_accel = s->accel,
 		/* every box built from a stored spec gets the fail-closed network (preset "none"
 		 * by default); only hand-built specs without a preset (unit tests) go without */
 		.network = s->net.preset != NULL,

@@ -24,6 +24,7 @@ enum box_status {
 struct box_spec {
 	char *name;
 	char *backend;        /* "ns" */
+	char *accel;          /* vm: "kvm" | "tcg" | "auto", or NULL ($PADDOCK_VM_ACCEL, else auto) */
 	char *user;           /* default session user: "agent" | "root" */
 	uint64_t memory, disk;
 	uint32_t cpus_milli, pids;

@@ -23,6 +23,24 @@ t_guest_runs_its_own_kernel() {
 
 # virtio device ids: 1 net, 2 block, 3 console, 4 rng, 5 balloon; 9 would be 9p, 19 vsock,
 # 26 virtiofs. (Every box has its NIC: --net none is a network that refuses everything.)
+# --accel is the box's: kept in its config (a restart uses it too), on QEMU's command line,
+# and kvm where KVM does not work is refused with the reason, never run on TCG instead.
+t_accel_is_the_boxs_choice() {
+	pd_only vm "an accelerator"
+	pd create --workspace none --accel tcg acx >/dev/null
+	assert_contains "$(tr '\0' ' ' </proc/"$(pgrep -f -n "paddock-acx ")"/cmdline)" "-accel tcg"
+	pd stop acx && pd start acx
+	assert_contains "$(tr '\0' ' ' </proc/"$(pgrep -f -n "paddock-acx ")"/cmdline)" "-accel tcg"
+	pd rm -f acx >/dev/null
+	local out st=0
+	out=$(pd run --rm --workspace none --accel kvm -- true 2>&1) || st=$?
+	if [ "$st" != 0 ]; then
+		assert_eq "$st" 125
+		assert_contains "$out" "--accel kvm, but"
+	fi
+	assert_eq "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" "" "a refused box left state behind"
+}
+
 t_volumes_are_refused() {
 	pd_only vm "host volumes"
 	local d err

@@ -79,6 +79,13 @@ enum vm_accel_mode vm_accel_mode_from_env(void)
 	return vm_accel_mode_parse(getenv("PADDOCK_VM_ACCEL"), &m) == 0 ? m : VM_ACCEL_MODE_AUTO;
 }
 
+/* The box's --accel, else the environment's */
+static enum vm_accel_mode accel_mode(const struct box_config *cfg)
+{
+	enum vm_accel_mode m;
+	return cfg->vm_accel && vm_accel_mode_parse(cfg->vm_accel, &m) == 0 ? m : vm_accel_mode_from_env();
+}
+
 enum vm_accel vm_box_accel(const struct box_handle *h)
 {
 	const struct vm_box *b = h->priv;
@@ -208,7 +215,7 @@ static int prepare_boot(struct start_ctx *c, pd_err *err)
 		return r;
 	c->files = (struct vm_boot_files){.home = c->home, .qemu = c->qemu, .kernel = c->kernel.boot_path,
 					  .initrd = c->initrd, .kernel_digest = c->kernel.digest};
-	r = vm_accel_choose(vm_accel_mode_from_env(), &c->files, &c->accel, err);
+	r = vm_accel_choose(accel_mode(c->cfg), &c->files, &c->accel, err);
 	if (r < 0)
 		return r;
 	if (c->accel.accel == VM_ACCEL_TCG)
