@@ -18,7 +18,7 @@ static void test_spec_roundtrip(void **state)
 	char *env[] = {"A=1", "B=two words", NULL};
 	struct box_spec s = {.name = "box-1", .backend = "ns", .user = "root", .memory = 1ull << 30,
 			     .disk = 5 << 20, .cpus_milli = 1500, .pids = 99, .binds = binds, .n_binds = 1,
-			     .env = env, .workdir = "/w", .created = 1700000000};
+			     .env = env, .workdir = "/w", .created = 1700000000, .accel = "tcg"};
 	char *json = box_spec_to_json(&s);
 	struct box_spec d;
 	assert_int_equal(box_spec_from_json(json, &d, NULL), 0);
@@ -31,6 +31,14 @@ static void test_spec_roundtrip(void **state)
 	assert_true(d.binds[0].readonly);
 	assert_string_equal(d.env[1], "B=two words");
 	assert_string_equal(d.workdir, "/w");
+	assert_string_equal(d.accel, "tcg");
+	box_spec_free(&d);
+	free(json);
+	/* without --accel: none recorded, none read back */
+	s.accel = NULL;
+	json = box_spec_to_json(&s);
+	assert_int_equal(box_spec_from_json(json, &d, NULL), 0);
+	assert_null(d.accel);
 	box_spec_free(&d);
 	free(json);
 }
