@@ -130,6 +130,19 @@ static void test_exec_marks(void **state)
 	add(&box, "bare/objects", WS_DIR, 0755, NULL, NULL);
 	add(&box, "bare/config", WS_FILE, 0644, "[core]\n\tfsmonitor = evil\n", NULL);
 	add(&box, "notbare/config", WS_FILE, 0644, "x\n", NULL);
+	/* git takes these for git directories too: HEAD a symlink, objects a symlink, or a
+	 * commondir instead of objects (a linked worktree's) */
+	add(&box, "b2/HEAD", WS_SYMLINK, 0777, NULL, "refs/heads/main");
+	add(&box, "b2/objects", WS_DIR, 0755, NULL, NULL);
+	add(&box, "b2/hooks/post-checkout", WS_FILE, 0755, "#!/bin/sh\n", NULL);
+	add(&box, "b3/HEAD", WS_FILE, 0644, "ref: refs/heads/main\n", NULL);
+	add(&box, "b3/objects", WS_SYMLINK, 0777, NULL, "../b2/objects");
+	add(&box, "b3/config", WS_FILE, 0644, "[core]\n\tfsmonitor = evil\n", NULL);
+	add(&box, "wt/HEAD", WS_FILE, 0644, "ref: refs/heads/main\n", NULL);
+	add(&box, "wt/commondir", WS_FILE, 0644, "../b2\n", NULL);
+	add(&box, "wt/config", WS_FILE, 0644, "[core]\n\tfsmonitor = evil\n", NULL);
+	add(&box, "nohead/objects", WS_DIR, 0755, NULL, NULL);
+	add(&box, "nohead/config", WS_FILE, 0644, "x\n", NULL);
 	add(&base, ".envrc", WS_FILE, 0644, "use nix\n", NULL); /* deleted */
 	ws_manifest_sort(&box);
 	ws_manifest_sort(&base);
@@ -141,6 +154,10 @@ static void test_exec_marks(void **state)
 	assert_int_equal(delta(&d, "src/.gitattributes")->exec, WS_EXEC_NONE);
 	assert_int_equal(delta(&d, "bare/config")->exec, WS_EXEC_GIT_CONFIG);
 	assert_int_equal(delta(&d, "notbare/config")->exec, WS_EXEC_NONE);
+	assert_int_equal(delta(&d, "b2/hooks/post-checkout")->exec, WS_EXEC_GIT_HOOK);
+	assert_int_equal(delta(&d, "b3/config")->exec, WS_EXEC_GIT_CONFIG);
+	assert_int_equal(delta(&d, "wt/config")->exec, WS_EXEC_GIT_CONFIG);
+	assert_int_equal(delta(&d, "nohead/config")->exec, WS_EXEC_NONE);
 	assert_int_equal(delta(&d, ".envrc")->exec, WS_EXEC_ENVRC);
 	ws_diff_free(&d);
 	ws_manifest_free(&base);

@@ -119,6 +119,10 @@ static void test_exec_classes(void **state)
 	assert_int_equal(ws_path_exec_class("src/.gitattributes", false), WS_EXEC_GIT_ATTRIBUTES);
 	assert_int_equal(ws_path_exec_class(".gitmodules", false), WS_EXEC_GITMODULES);
 	assert_int_equal(ws_path_exec_class("sub/.envrc", false), WS_EXEC_ENVRC);
+	/* the project's own ignore rules (only the root's are read) */
+	assert_int_equal(ws_path_exec_class(".paddockignore", false), WS_EXEC_IGNORE_RULES);
+	assert_int_equal(ws_path_exec_class(".PaddockIgnore", false), WS_EXEC_IGNORE_RULES);
+	assert_int_equal(ws_path_exec_class("sub/.paddockignore", false), WS_EXEC_NONE);
 	assert_int_equal(ws_path_exec_class(".vscode/tasks.json", false), WS_EXEC_VSCODE);
 	assert_int_equal(ws_path_exec_class(".vscode/settings.json", false), WS_EXEC_VSCODE);
 	assert_int_equal(ws_path_exec_class(".vscode/launch.json", false), WS_EXEC_VSCODE);

@@ -5,6 +5,7 @@
  * SIGN) or ".g\u200Cit" (zero-width non-joiner, ignored by HFS+) count as git hooks too. */
 #include <strings.h>
 
+#include "ws_ignore.h"
 #include "ws_path.h"
 
 #define GITATTR_MAX (1u << 20)
@@ -97,6 +98,8 @@ static enum ws_exec class_by_name(char **c, size_t n, bool is_dir)
 		return WS_EXEC_VSCODE;
 	if (n >= 2 && streq(c[n - 2], ".idea") && streq(last, "workspace.xml"))
 		return WS_EXEC_IDEA;
+	if (n == 1 && streq(last, WS_IGNORE_FILE))
+		return WS_EXEC_IGNORE_RULES;
 	return WS_EXEC_NONE;
 }
 

@@ -106,15 +106,19 @@ static bool attributes_exec(const struct ws_entry *e, int staging_fd)
 	return ws_gitattributes_is_exec(buf, len);
 }
 
-static bool is_type(const struct ws_manifest *m, const char *dir, const char *name, enum ws_type t)
+/* dir/name is in m as one of the types t1, t2 */
+static bool is_type(const struct ws_manifest *m, const char *dir, const char *name, enum ws_type t1,
+		    enum ws_type t2)
 {
 	_cleanup_free_ char *p = dir ? xasprintf("%s/%s", dir, name) : xstrdup(name);
 	const struct ws_entry *e = ws_manifest_find(m, p);
-	return e && e->type == t;
+	return e && (e->type == t1 || e->type == t2);
 }
 
 /* A directory holding HEAD and objects/ is a git directory whatever its name: git finds
- * such a bare repository when the user's shell prompt runs in it. */
+ * such a bare repository when the user's shell prompt runs in it. As git sees it: HEAD a
+ * file or a symlink (to refs/…), objects a directory or a symlink to one, or instead of
+ * objects a commondir file naming where they are (a linked worktree's git directory). */
 static enum ws_exec bare_repo_class(const struct ws_manifest *m, const struct ws_entry *e)
 {
 	_cleanup_free_ char *dir = xstrdup(e->path);
@@ -122,7 +126,8 @@ static enum ws_exec bare_repo_class(const struct ws_manifest *m, const struct ws
 		if (slash)
 			*slash = '\0';
 		const char *d = slash ? dir : NULL;
-		if (is_type(m, d, "HEAD", WS_FILE) && is_type(m, d, "objects", WS_DIR)) {
+		if (is_type(m, d, "HEAD", WS_FILE, WS_SYMLINK) &&
+		    (is_type(m, d, "objects", WS_DIR, WS_SYMLINK) || is_type(m, d, "commondir", WS_FILE, WS_SYMLINK))) {
 			size_t skip = d ? strlen(d) + 1 : 0;
 			_cleanup_free_ char *as_git = xasprintf(".git/%s", e->path + skip);
 			return ws_path_exec_class(as_git, e->type == WS_DIR);

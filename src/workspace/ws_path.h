@@ -78,6 +78,9 @@ enum ws_exec {
 	WS_EXEC_VSCODE,
 	WS_EXEC_DEVCONTAINER,
 	WS_EXEC_IDEA,
+	WS_EXEC_IGNORE_RULES,    /* the project's .paddockignore: what the next copy-in leaves out
+				  * (a box re-including .env would hand the host's secrets to the
+				  * next box) */
 	WS_EXEC_GIT_INTERNAL,    /* anything else inside .git: objects, refs, index, info/ ... —
 				  * git data the host's git trusts; `apply --branch` is the way */
 	WS_EXEC_MAX

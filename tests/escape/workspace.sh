@@ -121,6 +121,30 @@ t_git_hooks_and_fsmonitor_are_not_applied() {
 	done_proj
 }
 
+# A git directory under another name, disguised the ways git still accepts (HEAD a symlink,
+# objects a symlink, a commondir instead of objects): its config and hooks are the host's to
+# run (git status in it runs core.fsmonitor), so apply skips them like .git's.
+t_disguised_git_directories_are_not_applied() {
+	setup_proj
+	pd exec wsx -- sh -c '
+		mk() { mkdir -p "$1/refs/heads" "$1/hooks"; printf "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = touch '"$C"'/pwned-$1; false\n" >"$1/config"; printf "#!/bin/sh\ntouch '"$C"'/hook-$1\n" >"$1/hooks/post-checkout"; chmod +x "$1/hooks/post-checkout"; }
+		mk e1 && mkdir e1/objects && ln -s refs/heads/main e1/HEAD
+		mk e2 && mkdir realobj && ln -s ../realobj e2/objects && echo "ref: refs/heads/main" >e2/HEAD
+		mk e3 && echo "ref: refs/heads/main" >e3/HEAD && echo ../e1 >e3/commondir'
+	pd apply wsx >/dev/null 2>&1 || true
+	local e
+	for e in e1 e2 e3; do
+		[ ! -e "$P/$e/config" ] || fail "$e/config was written"
+		[ ! -e "$P/$e/hooks/post-checkout" ] || fail "$e/hooks/post-checkout was written"
+		if command -v git >/dev/null && [ -d "$P/$e" ]; then
+			(cd "$P/$e" && git status >/dev/null 2>&1) || true
+		fi
+	done
+	[ -z "$(ls "$C" | grep -v '^secret$')" ] || fail "git ran the box's code on the host: $(ls "$C")"
+	canary_unchanged
+	done_proj
+}
+
 # copy-in attack from an image: its /workspace already holds symlinks where the project has a
 # directory and a file (sub -> /etc, a.txt -> /etc/passwd); the copy replaces them (as tar -x
 # would) and writes nothing through them — on ns the supervisor writes the copy itself

@@ -133,6 +133,21 @@ t_host_executing_paths_need_consent() {
 	[ ! -e "$P/.git/hooks/post-checkout" ] || fail "hook written without consent"
 	pd rm -f ws4
 }
+# The project's .paddockignore decides which host secrets stay out of every box: a box that
+# re-includes .env there must not get it applied, or the next box would receive the key.
+t_a_box_cannot_widen_the_ignore_rules() {
+	mkproj
+	echo 'API_KEY=hostsecret' >"$P/.env"
+	printf 'node_modules/\n' >"$P/.paddockignore"
+	(cd "$P" && pd create wsig2 >/dev/null)
+	pd exec wsig2 -- sh -c 'echo "!.env" >>.paddockignore'
+	assert_contains "$(pd diff --stat wsig2)" "copy-in exclusions"
+	assert_status 1 pd apply wsig2
+	assert_eq "$(cat "$P/.paddockignore")" "node_modules/"
+	(cd "$P" && pd create wsig3 >/dev/null)
+	assert_status 1 pd exec wsig3 -- test -e .env
+	pd rm -f wsig2 wsig3 >/dev/null
+}
 t_escaping_symlink_and_specials_refused() {
 	mkproj
 	(cd "$P" && pd create ws5 >/dev/null)
