@@ -145,8 +145,13 @@ int cmd_apply(int argc, char **argv)
 	_cleanup_free_ char *journal = cli_apply_journal();
 	a.o.journal_dir = journal;
 	if (r == 0)
+		wsnap_print_notes(&s.notes, true);
+	if (r == 0)
 		r = ws_apply(s.project, &s.base, &s.box, s.staging_fd, &a.o, &rep, &err);
 	ws_progress_end(&bar);
+	/* what the snapshot left out is in the report too, and makes the status 1 */
+	if (r == 0)
+		ws_apply_report_add_notes(&rep, &s.notes, a.o.paths);
 	if (r == 0)
 		ws_apply_report_render(stdout, &rep, isatty(STDOUT_FILENO));
 	bool clean = r == 0 && rep.count[WS_CONFLICT] == 0 && rep.count[WS_REFUSED_ENTRY] == 0 &&

@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "cli/wsnap.h"
 #include "proto/tarfmt.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
@@ -81,9 +82,13 @@ static int copy_out(const char *name, const char *path, const char *hostdir, boo
 	struct ws_apply_report rep = {0};
 	/* an empty base: everything is new, and any file already at HOSTDIR is a conflict */
 	if (r == 0)
-		r = ws_apply(hostdir, &base, &box, sfd, &ao, &rep, err);
+		wsnap_print_notes(&notes, true);
 	if (r == 0)
+		r = ws_apply(hostdir, &base, &box, sfd, &ao, &rep, err);
+	if (r == 0) {
+		ws_apply_report_add_notes(&rep, &notes, NULL);
 		ws_apply_report_render(stdout, &rep, isatty(STDOUT_FILENO));
+	}
 	bool clean = r == 0 && rep.count[WS_APPLIED] + rep.count[WS_ALREADY] == rep.n;
 	ws_apply_report_free(&rep);
 	ws_manifest_free(&box);

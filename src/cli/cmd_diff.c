@@ -8,18 +8,6 @@
 #include "cli/wsnap.h"
 #include "workspace/ws_diff.h"
 
-static void print_notes(const struct ws_notes *n)
-{
-	for (size_t i = 0; i < n->n && i < 20; i++) {
-		/* the name comes from the box: escaped, never raw to the terminal */
-		_cleanup_free_ char *name = n->v[i].path ? ws_escape_name(n->v[i].path) : NULL;
-		fprintf(stderr, "paddock: note: %s%s%s: %s\n", name ? name : "", name ? ": " : "",
-			ws_reason_str(n->v[i].reason), n->v[i].detail ? n->v[i].detail : "left out");
-	}
-	if (n->n > 20 || n->dropped)
-		fprintf(stderr, "paddock: note: … and %zu more\n", n->n - (n->n > 20 ? 20 : n->n) + n->dropped);
-}
-
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -78,7 +66,7 @@ int cmd_diff(int argc, char **argv)
 	struct ws_content_host ch = {.host_rootfd = root, .staging_fd = s.staging_fd};
 	struct ws_content content = {.load = ws_content_host_load, .ud = &ch};
 	struct ws_render_opts ro = {.color = color && !json, .paths = paths, .content = &content};
-	print_notes(&s.notes);
+	wsnap_print_notes(&s.notes, false);
 	if (json) {
 		char *out = ws_diff_render_json(&d, &ro);
 		printf("%s\n", out);

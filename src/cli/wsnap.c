@@ -21,6 +21,7 @@
 #include "workspace/ws_ignore.h"
 
 #define WSNAP_BOX_MANIFEST "box.manifest"
+#define WSNAP_BOX_NOTES "box.notes"
 #define WSNAP_SAVE_MAX (UINT64_C(8) << 30)
 
 void wsnap_free(struct wsnap *s)
@@ -348,9 +349,10 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err
 	box_spec_free(&spec);
 	if (r == 0 && st != BOX_STATUS_RUNNING && !from_tar)
 		r = pd_error_msg(err, ESRCH, "sandbox '%s' is not running; start it with 'paddock start %s'", name, name);
-	_cleanup_free_ char *saved = snap_file(s, WSNAP_BOX_MANIFEST);
+	_cleanup_free_ char *saved = snap_file(s, WSNAP_BOX_MANIFEST), *notes = snap_file(s, WSNAP_BOX_NOTES);
 	/* the saved snapshot goes first: its staged content is about to be replaced */
-	if (r == 0 && unlinkat(s->box_fd, saved, 0) < 0 && errno != ENOENT)
+	if (r == 0 && ((unlinkat(s->box_fd, saved, 0) < 0 && errno != ENOENT) ||
+		       (unlinkat(s->box_fd, notes, 0) < 0 && errno != ENOENT)))
 		r = pd_error(err, errno, "cannot remove the previous snapshot");
 	if (r == 0) /* and the paths its diff was limited to: they belong to it */
 		r = wsnap_save_paths(s, NULL, err);
@@ -362,7 +364,9 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err
 		return pd_err_prefix(err, "cannot read %s of '%s'", mount ? mount : "the workspace", name);
 	s->taken = time(NULL);
 	staging_gc(s);
-	return ws_manifest_save(&s->box, s->box_fd, saved, err);
+	/* the notes first: a manifest without them is an older snapshot's, read as having none */
+	r = ws_notes_save(&s->notes, s->box_fd, notes, err);
+	return r < 0 ? r : ws_manifest_save(&s->box, s->box_fd, saved, err);
 }
 
 /* 0, or -1 with errno */
@@ -434,10 +438,33 @@ int wsnap_load(const char *name, const char *mount, struct wsnap *s, pd_err *err
 		return -ENOENT;
 	struct ws_limits lim = WS_LIMITS_DEFAULT;
 	r = ws_manifest_load(s->box_fd, saved, &lim, &s->box, err);
+	_cleanup_free_ char *notes = snap_file(s, WSNAP_BOX_NOTES);
+	if (r == 0 && (r = ws_notes_load(s->box_fd, notes, &s->notes, err)) == -ENOENT)
+		r = 0; /* a snapshot saved before notes were */
 	if (r == 0)
 		r = open_staging(s, err);
 	s->taken = st.st_mtime;
 	return r;
+}
+
+void wsnap_print_notes(const struct ws_notes *n, bool kept_only)
+{
+	size_t shown = 0, left = n->dropped;
+	for (size_t i = 0; i < n->n; i++) {
+		if (kept_only && ws_reason_left_out(n->v[i].reason))
+			continue;
+		if (shown++ >= 20) {
+			left++;
+			continue;
+		}
+		/* the name comes from the box: escaped, never raw to the terminal */
+		_cleanup_free_ char *name = n->v[i].path ? ws_escape_name(n->v[i].path) : NULL;
+		const char *detail = n->v[i].detail ? n->v[i].detail : ws_reason_left_out(n->v[i].reason) ? "left out" : NULL;
+		fprintf(stderr, "paddock: note: %s%s%s%s%s\n", name ? name : "", name ? ": " : "",
+			ws_reason_str(n->v[i].reason), detail ? ": " : "", detail ? detail : "");
+	}
+	if (left && !kept_only)
+		fprintf(stderr, "paddock: note: … and %zu more\n", left);
 }
 
 static bool has_under(const struct ws_manifest *m, const char *path)

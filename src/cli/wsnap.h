@@ -37,6 +37,9 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *ret, pd_err *e
 /* Loads the snapshot the last `diff` saved; -ENOENT when there is none. */
 int wsnap_load(const char *name, const char *mount, struct wsnap *ret, pd_err *err);
 void wsnap_free(struct wsnap *s);
+/* The notes of a snapshot (or of a copy), on stderr, escaped: at most 20 and a count; with
+ * kept_only, those about entries that are not left out (an apply's report lists the rest). */
+void wsnap_print_notes(const struct ws_notes *n, bool kept_only);
 /* The paths a `diff` of the snapshot was limited to (NULL/empty: none), kept beside it so
  * that `apply` without paths applies what that diff showed; and read back (NULL: none). */
 int wsnap_save_paths(const struct wsnap *s, char **paths, pd_err *err);

@@ -149,6 +149,50 @@ static void test_load_rejects(void **state)
 	load_bad(dfd, "paddock-manifest 1\nd 0755 0 - 0 a"); /* no final newline */
 }
 
+static void notes_bad(int dfd, const char *text)
+{
+	assert_int_equal(write_file_atomic_at(dfd, "n", text, strlen(text), 0600), 0);
+	struct ws_notes n = {0};
+	assert_true(ws_notes_load(dfd, "n", &n, NULL) < 0);
+	assert_int_equal(n.n, 0);
+}
+
+/* A snapshot's notes outlive the diff that took it: saved and read back as they were (raw
+ * names with control bytes, spaces, no detail), strictly. */
+static void test_notes_save_load(void **state)
+{
+	struct fx *f = *state;
+	_cleanup_close_ int dfd = tl_opendir(f->dir);
+	struct ws_notes n = {0}, back = {0};
+	ws_notes_add(&n, WS_R_CONTROL_CHAR, "tab\tname \x1b[2J.c", NULL);
+	ws_notes_add(&n, WS_R_IGNORED, "node_modules/m.c", "new here and not shown");
+	ws_notes_add(&n, WS_R_DUPLICATE, "", NULL);
+	n.dropped = 7;
+	assert_int_equal(ws_notes_save(&n, dfd, "n", NULL), 0);
+	assert_int_equal(ws_notes_load(dfd, "n", &back, NULL), 0);
+	assert_int_equal(back.n, 3);
+	assert_int_equal(back.dropped, 7);
+	assert_int_equal(back.v[0].reason, WS_R_CONTROL_CHAR);
+	assert_string_equal(back.v[0].path, "tab\tname \x1b[2J.c");
+	assert_null(back.v[0].detail);
+	assert_string_equal(back.v[1].detail, "new here and not shown");
+	assert_string_equal(back.v[2].path, "");
+	assert_true(ws_reason_left_out(back.v[0].reason));
+	assert_false(ws_reason_left_out(back.v[1].reason));
+	assert_false(ws_reason_left_out(WS_R_SETID_STRIPPED));
+	ws_notes_free(&n);
+	ws_notes_free(&back);
+	notes_bad(dfd, "");
+	notes_bad(dfd, "paddock-notes 1\n");                       /* no end line */
+	notes_bad(dfd, "paddock-notes 1\n8 pa\n");                /* cut short */
+	notes_bad(dfd, "paddock-notes 1\n0 pa\ndropped 0\n");     /* not a reason */
+	notes_bad(dfd, "paddock-notes 1\n999 pa\ndropped 0\n");
+	notes_bad(dfd, "paddock-notes 1\n8 a\ndropped 0\n");      /* no p */
+	notes_bad(dfd, "paddock-notes 1\n8 pa\\x00\ndropped 0\n"); /* NUL */
+	notes_bad(dfd, "paddock-notes 1\ndropped 0\nextra\n");
+	notes_bad(dfd, "paddock-notes 1\ndropped -1\n");
+}
+
 static void test_tar_normal(void **state)
 {
 	struct fx *f = *state;
@@ -398,6 +442,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_from_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_rejects, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notes_save_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tar_normal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tar_hostile_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tar_hostile_entries, setup, teardown),

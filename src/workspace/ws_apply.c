@@ -615,6 +615,23 @@ void ws_apply_report_free(struct ws_apply_report *r)
 	*r = (struct ws_apply_report){0};
 }
 
+void ws_apply_report_add_notes(struct ws_apply_report *r, const struct ws_notes *n, char *const *paths)
+{
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ws_note *no = &n->v[i];
+		bool wanted = !paths;
+		for (char *const *p = paths; p && *p && !wanted; p++)
+			wanted = streq(*p, ".") || ws_path_under(no->path, *p);
+		if (!wanted || !ws_reason_left_out(no->reason))
+			continue;
+		report_add(r, &(struct ws_apply_item){.path = no->path, .change = WS_CHG_REFUSED,
+						      .result = WS_REFUSED_ENTRY, .reason = no->reason,
+						      .detail = ws_reason_str(no->reason)});
+	}
+	if (!paths) /* beyond the notes' cap: only counted */
+		r->count[WS_REFUSED_ENTRY] += n->dropped;
+}
+
 void ws_apply_report_render(FILE *out, const struct ws_apply_report *r, bool color)
 {
 	for (size_t i = 0; i < r->n; i++) {

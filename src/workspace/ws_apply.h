@@ -81,6 +81,10 @@ int ws_apply(const char *host_root, const struct ws_manifest *base, const struct
 void ws_apply_report_free(struct ws_apply_report *r);
 const char *ws_result_str(enum ws_result r);
 void ws_apply_report_render(FILE *out, const struct ws_apply_report *r, bool color);
+/* Adds the box's entries the snapshot left out (notes of ws_reason_left_out reasons: names
+ * that cannot be written on the host, duplicates, entries under a refused parent, …) as
+ * refused items, those under paths only (NULL: all), so a report never passes over them. */
+void ws_apply_report_add_notes(struct ws_apply_report *r, const struct ws_notes *n, char *const *paths);
 
 /* Removes WS_TMP_PREFIX regular files and symlinks anywhere beneath rootfd (the walk never
  * follows a symlink). Returns the number removed or -errno. */

@@ -57,6 +57,9 @@ const char *ws_type_str(enum ws_type t);
 
 void ws_notes_add(struct ws_notes *n, enum ws_reason r, const char *path, const char *detail);
 void ws_notes_free(struct ws_notes *n);
+/* A snapshot's notes beside its manifest (ws_mfile.c; loaded strictly, never trusted as paths). */
+int ws_notes_save(const struct ws_notes *n, int dirfd, const char *name, pd_err *err);
+int ws_notes_load(int dirfd, const char *name, struct ws_notes *ret, pd_err *err);
 
 /* Saves atomically (temp + fsync + rename) to dirfd/name; loads it back, re-checking every
  * path, the sort order and the limits. The format is described in docs/workspace.md. */

@@ -213,3 +213,118 @@ int ws_manifest_load(int dirfd, const char *name, const struct ws_limits *lim,
 	*ret = m;
 	return 0;
 }
+
+/* ---- notes files ---------------------------------------------------------------------------
+ *
+ *     paddock-notes 1
+ *     <reason> p<path> [d<detail>]
+ *     dropped <count>
+ *
+ * Escaped like manifest paths; a path is cut at WS_NOTE_PATH_MAX bytes (a note names what
+ * was left out, it is never used as a path). */
+#define NFILE_MAGIC "paddock-notes 1"
+#define WS_NOTE_PATH_MAX 4096
+#define NFILE_LINE_MAX (2 * 4 * WS_NOTE_PATH_MAX + 64)
+
+static int write_notes(int fd, const struct ws_notes *n)
+{
+	FILE *f = fdopen(fd, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\n", NFILE_MAGIC);
+	for (size_t i = 0; i < n->n; i++) {
+		_cleanup_free_ char *path = xstrndup(n->v[i].path ? n->v[i].path : "", WS_NOTE_PATH_MAX);
+		fprintf(f, "%d p", (int)n->v[i].reason);
+		put_escaped(f, path);
+		if (n->v[i].detail) {
+			_cleanup_free_ char *detail = xstrndup(n->v[i].detail, WS_NOTE_PATH_MAX);
+			fputs(" d", f);
+			put_escaped(f, detail);
+		}
+		fputc('\n', f);
+	}
+	fprintf(f, "dropped %zu\n", n->dropped);
+	int r = fflush(f) != 0 || ferror(f) ? (errno ? -errno : -EIO) : 0;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int ws_notes_save(const struct ws_notes *n, int dirfd, const char *name, pd_err *err)
+{
+	char tmp[WS_TMP_NAME_MAX];
+	int fd, r = ws_tmpfile_at(dirfd, tmp, &fd);
+	if (r == 0)
+		r = write_notes(fd, n); /* closes fd */
+	if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return pd_error(err, r, "cannot write %s", name);
+	}
+	return 0;
+}
+
+static int note_line(char *line, struct ws_notes *n)
+{
+	char *fld[4] = {0}, *end;
+	size_t k = 0;
+	for (char *tok; k < ARRAY_SIZE(fld) && (tok = strsep(&line, " "));)
+		fld[k++] = tok;
+	if (line || k < 2)
+		return -EINVAL;
+	if (streq(fld[0], "dropped")) {
+		errno = 0;
+		unsigned long long d = strtoull(fld[1], &end, 10);
+		if (k != 2 || *end || errno || fld[1][0] == '-' || d > SIZE_MAX)
+			return -EINVAL;
+		n->dropped = (size_t)d;
+		return 1; /* the last line */
+	}
+	long reason = strtol(fld[0], &end, 10);
+	if (*end || reason <= WS_OK || reason >= WS_R_MAX || fld[1][0] != 'p' || k > 3 || (k == 3 && fld[2][0] != 'd'))
+		return -EINVAL;
+	_cleanup_free_ char *path = NULL, *detail = NULL;
+	if (unescape(fld[1] + 1, &path) < 0 || (k == 3 && unescape(fld[2] + 1, &detail) < 0))
+		return -EINVAL;
+	if (n->n >= WS_NOTES_MAX)
+		return -EFBIG;
+	ws_notes_add(n, (enum ws_reason)reason, path, detail);
+	return 0;
+}
+
+int ws_notes_load(int dirfd, const char *name, struct ws_notes *ret, pd_err *err)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return pd_error(err, errno, "cannot open %s", name);
+	_cleanup_fclose_ FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return pd_error(err, errno, "cannot open %s", name);
+	}
+	struct ws_notes n = {0};
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, no = 0;
+	ssize_t len;
+	int r = 0, last = 0;
+	while (r == 0 && !last && (len = getline(&line, &cap, f)) >= 0) {
+		if (len == 0 || line[len - 1] != '\n' || (size_t)len > NFILE_LINE_MAX) {
+			r = -EINVAL;
+			break;
+		}
+		line[len - 1] = '\0';
+		if (no++ == 0)
+			r = streq(line, NFILE_MAGIC) ? 0 : -EINVAL;
+		else if ((last = note_line(line, &n)) < 0)
+			r = last;
+	}
+	if (r == 0 && (last != 1 || getline(&line, &cap, f) >= 0))
+		r = -EINVAL; /* cut short, or something after the end */
+	if (r < 0) {
+		ws_notes_free(&n);
+		return pd_error_msg(err, r, "%s: bad line %zu", name, no);
+	}
+	*ret = n;
+	return 0;
+}

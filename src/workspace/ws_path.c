@@ -42,6 +42,17 @@ const char *ws_reason_str(enum ws_reason r)
 	return r >= 0 && r < WS_R_MAX && reason_names[r] ? reason_names[r] : "unknown reason";
 }
 
+bool ws_reason_left_out(enum ws_reason r)
+{
+	switch (r) {
+	case WS_OK: case WS_R_ROOT: case WS_R_SETID_STRIPPED: case WS_R_SPECIAL_SKIPPED: case WS_R_IGNORED:
+	case WS_R_DEFAULT_EXCLUDED: case WS_R_CREDENTIALS_REMOVED: case WS_R_CHANGED_WHILE_READ:
+		return false;
+	default:
+		return r > WS_OK && r < WS_R_MAX;
+	}
+}
+
 static const char *const exec_names[WS_EXEC_MAX] = {
 	[WS_EXEC_NONE] = "none",
 	[WS_EXEC_GIT_HOOK] = "git hook",

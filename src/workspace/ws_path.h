@@ -65,6 +65,10 @@ enum ws_reason {
 };
 
 const char *ws_reason_str(enum ws_reason r);
+/* A note of this reason on the way back means the box's entry is not in the snapshot (not
+ * shown as a change, never applied); false for notes about an entry that is kept
+ * (setid bits removed), about new files the ignore rules keep out, and copy-in's own. */
+bool ws_reason_left_out(enum ws_reason r);
 
 /* Paths that make the host run code without any user action. */
 enum ws_exec {

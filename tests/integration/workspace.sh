@@ -148,6 +148,33 @@ t_a_box_cannot_widen_the_ignore_rules() {
 	assert_status 1 pd exec wsig3 -- test -e .env
 	pd rm -f wsig2 wsig3 >/dev/null
 }
+# A name the host will not take (a control character) is never applied, and never passed
+# over in silence: apply and cp list it as refused and end with status 1 — also when apply
+# uses the snapshot a diff took earlier. A kept entry's note does not say "left out".
+t_names_left_out_are_reported_as_refused() {
+	mkproj
+	(cd "$P" && pd create wscc >/dev/null)
+	pd exec wscc -- sh -c 'printf x >"$(printf "tab\tname.c")"; echo ok >plain.c; echo s >suid.sh; chmod 4755 suid.sh
+		mkdir -p /tmp/o && echo a >/tmp/o/a && printf x >"/tmp/o/$(printf "nl\nx")"'
+	local out st=0
+	out=$(pd diff --stat wscc 2>&1)
+	assert_contains "$out" 'tab\x09name.c: control character in name: left out'
+	assert_contains "$out" "suid.sh: setuid/setgid/sticky bits removed"
+	assert_not_contains "$out" "bits removed: left out"
+	out=$(pd apply wscc 2>&1) || st=$?
+	assert_eq "$st" 1
+	assert_contains "$out" 'refused          tab\x09name.c'
+	assert_contains "$out" "1 refused"
+	assert_eq "$(cat "$P/plain.c")" "ok"
+	mkdir -p "$PADDOCK_HOME/cpdst"
+	st=0
+	out=$(pd cp wscc:/tmp/o "$PADDOCK_HOME/cpdst" 2>&1) || st=$?
+	assert_eq "$st" 1
+	assert_contains "$out" 'refused          o/nl\x0ax'
+	assert_eq "$(cat "$PADDOCK_HOME/cpdst/o/a")" "a"
+	pd rm -f wscc >/dev/null
+}
+
 t_escaping_symlink_and_specials_refused() {
 	mkproj
 	(cd "$P" && pd create ws5 >/dev/null)
