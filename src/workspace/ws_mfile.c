@@ -192,17 +192,25 @@ static int load_lines(FILE *f, const struct ws_limits *lim, struct ws_manifest *
 	return *ret_line > 1 ? 0 : -EINVAL;
 }
 
+/* dirfd/name as a stream, never through a symlink; NULL with errno */
+static FILE *open_read(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (!f && fd >= 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
+}
+
 int ws_manifest_load(int dirfd, const char *name, const struct ws_limits *lim,
 		     struct ws_manifest *ret, pd_err *err)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
+	_cleanup_fclose_ FILE *f = open_read(dirfd, name);
+	if (!f)
 		return pd_error(err, errno, "cannot open manifest %s", name);
-	_cleanup_fclose_ FILE *f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return pd_error(err, errno, "cannot open manifest %s", name);
-	}
 	struct ws_manifest m = {0};
 	size_t line = 0;
 	int r = load_lines(f, lim ? lim : &WS_LIMITS_DEFAULT, &m, &line);
@@ -295,14 +303,9 @@ static int note_line(char *line, struct ws_notes *n)
 
 int ws_notes_load(int dirfd, const char *name, struct ws_notes *ret, pd_err *err)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
+	_cleanup_fclose_ FILE *f = open_read(dirfd, name);
+	if (!f)
 		return pd_error(err, errno, "cannot open %s", name);
-	_cleanup_fclose_ FILE *f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return pd_error(err, errno, "cannot open %s", name);
-	}
 	struct ws_notes n = {0};
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0, no = 0;
