@@ -116,6 +116,8 @@ int cli_start_box(const char *dir, bool *ret_started, pd_err *err);
 /* $PADDOCK_HOME/journal, the apply journal (ws_apply_opts.journal_dir); NULL when there is
  * no home (every apply then walks its whole tree for leftover temp files). */
 char *cli_apply_journal(void);
+/* ws_apply_opts.waiting: says on stderr that another apply to root goes first */
+void cli_apply_waiting(const char *root);
 
 /* Opens the store and the box directory of NAME (which must exist). */
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err);

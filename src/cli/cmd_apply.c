@@ -144,6 +144,7 @@ int cmd_apply(int argc, char **argv)
 	a.o.progress = on_progress, a.o.progress_ud = &bar;
 	_cleanup_free_ char *journal = cli_apply_journal();
 	a.o.journal_dir = journal;
+	a.o.waiting = cli_apply_waiting;
 	if (r == 0)
 		wsnap_print_notes(&s.notes, true);
 	if (r == 0)

@@ -78,7 +78,7 @@ static int copy_out(const char *name, const char *path, const char *hostdir, boo
 	if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		r = pd_error_msg(err, EIO, "cannot read %s in sandbox '%s'", path, name);
 	_cleanup_free_ char *journal = cli_apply_journal();
-	struct ws_apply_opts ao = {.force = force, .journal_dir = journal};
+	struct ws_apply_opts ao = {.force = force, .journal_dir = journal, .waiting = cli_apply_waiting};
 	struct ws_apply_report rep = {0};
 	/* an empty base: everything is new, and any file already at HOSTDIR is a conflict */
 	if (r == 0)

@@ -199,6 +199,11 @@ char *cli_apply_journal(void)
 	return store_home(&home, NULL) < 0 ? NULL : xasprintf("%s/journal", home);
 }
 
+void cli_apply_waiting(const char *root)
+{
+	fprintf(stderr, "paddock: another apply to %s is running; waiting for it to finish\n", root);
+}
+
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err)
 {
 	if (!box_name_valid(name))

@@ -8,6 +8,7 @@
  * else -> conflict. All host access goes through ws_open_beneath() and ws_host_*(). */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 
@@ -578,6 +579,23 @@ int ws_apply(const char *host_root, const struct ws_manifest *base, const struct
 	if (rootfd < 0)
 		return pd_error(err, errno, "cannot open %s", host_root);
 	o = o ? o : &defaults;
+	/* One apply at a time per host tree: two at once took each other's temp files for an
+	 * interrupted apply's leftovers and removed them mid-write. An advisory lock on the
+	 * tree's own directory (the inode rootfd names): nothing is written into the tree. */
+	_cleanup_close_ int lockfd = o->dry_run ? -1 : openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!o->dry_run && lockfd < 0)
+		return pd_error(err, errno, "cannot open %s", host_root);
+	if (lockfd >= 0 && flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK)
+			return pd_error(err, errno, "cannot lock %s", host_root);
+		if (o->waiting)
+			o->waiting(host_root);
+		int r;
+		while ((r = flock(lockfd, LOCK_EX)) < 0 && errno == EINTR)
+			;
+		if (r < 0)
+			return pd_error(err, errno, "cannot lock %s", host_root);
+	}
 	struct ws_apply_report rep = {.dry_run = o->dry_run};
 	_cleanup_free_ char *mark = NULL;
 	if (!o->dry_run) {

@@ -175,6 +175,25 @@ t_names_left_out_are_reported_as_refused() {
 	pd rm -f wscc >/dev/null
 }
 
+# Applies to one project run one at a time (the second waits and says so): at once they took
+# each other's temp files for an interrupted apply's and removed them mid-write.
+t_concurrent_applies_wait_for_each_other() {
+	mkproj
+	(cd "$P" && pd create wscon >/dev/null)
+	pd exec wscon -- sh -c 'for i in $(seq 300); do echo $i >c$i; done'
+	pd diff --stat wscon >/dev/null
+	local i out=$PADDOCK_HOME/applies
+	mkdir -p "$out"
+	for i in 1 2 3; do ("$PADDOCK" apply wscon >"$out/$i" 2>&1; echo "rc=$?" >>"$out/$i") & done
+	wait
+	for i in 1 2 3; do
+		assert_contains "$(cat "$out/$i")" "rc=0"
+		assert_contains "$(cat "$out/$i")" "0 conflicts, 0 skipped, 0 refused, 0 failed"
+	done
+	assert_eq "$(cat "$P/c300")" "300"
+	pd rm -f wscon >/dev/null
+}
+
 t_escaping_symlink_and_specials_refused() {
 	mkproj
 	(cd "$P" && pd create ws5 >/dev/null)
