@@ -50,6 +50,7 @@ struct conn {
 	int64_t body_left;
 	bool connect_reply; /* CONNECT: "200" to send once connected */
 	bool after_upgrade; /* HTTP: the last request asked for an Upgrade */
+	uint32_t nreq;      /* HTTP: requests let through so far */
 	int64_t t0, deadline;
 	uint64_t nup, ndown;
 };
@@ -100,7 +101,27 @@ void egress_engine_set_max_conns(struct egress_engine *e, size_t n)
 	e->max = n < EGRESS_CONNS_MAX ? n : EGRESS_CONNS_MAX;
 }
 
-void egress_engine_set_policy(struct egress_engine *e, const struct egress_policy *p) { e->policy = p; }
+static void refuse(struct conn *c, const char *reason);
+
+/* A new policy applies to what is open too: a connection to a name:port it no longer
+ * allows is closed (a keep-alive connection or a raw stream kept a revoked host reachable
+ * for as long as the box held it). Each is logged as refused, with the rule that did it. */
+void egress_engine_set_policy(struct egress_engine *e, const struct egress_policy *p)
+{
+	bool first = !e->policy;
+	e->policy = p;
+	if (first || !p)
+		return;
+	for (struct conn *c = e->conns; c; c = c->next) {
+		if (c->kind == EGRESS_CONN_DNS || c->state == S_DEAD || c->reason || !c->name[0])
+			continue;
+		const char *rule = NULL;
+		if (egress_policy_check(p, c->name, c->port, &rule) == EGRESS_ALLOW)
+			continue;
+		snprintf(c->rule, sizeof(c->rule), "%s", rule ? rule : "");
+		refuse(c, "denied-by-policy-change");
+	}
+}
 const struct egress_policy *egress_engine_policy(const struct egress_engine *e) { return e->policy; }
 size_t egress_engine_count(const struct egress_engine *e) { return e->n; }
 
@@ -295,11 +316,15 @@ static void refuse(struct conn *c, const char *reason)
 	if (!c->reason)
 		c->reason = reason;
 	/* a proxy client gets an HTTP answer until its request is relayed or its tunnel is up
-	 * (a CONNECT whose upstream failed gets one too: curl said only "CONNECT aborted") */
-	if (c->kind == EGRESS_CONN_PROXY && !c->connected) {
+	 * (a CONNECT whose upstream failed gets one too: curl said only "CONNECT aborted"), and
+	 * so does plain HTTP on a transparent connection refused at its first request (later,
+	 * an upstream response may be under way: the connection is only closed) */
+	bool http_first = c->kind == EGRESS_CONN_TRANSPARENT && c->mode == M_HTTP && c->nreq == 0;
+	if ((c->kind == EGRESS_CONN_PROXY && !c->connected) || http_first) {
 		size_t n;
 		/* the policy allowed it and the upstream side failed: 502, not a refusal */
-		bool upstream = c->state == S_DIAL || c->resolving || streq(reason, "connect-failed") ||
+		bool upstream = (c->kind == EGRESS_CONN_PROXY && (c->state == S_DIAL || c->resolving)) ||
+				streq(reason, "connect-failed") || streq(reason, "connect-timeout") ||
 				streq(reason, "socket-failed") || startswith(reason, "resolve");
 		_cleanup_free_ char *resp = egress_http_response(upstream ? 502 : 403, reason, &n);
 		/* what the box may still see: only the refusal */
@@ -471,11 +496,17 @@ static void rewrite_origin(struct conn *c, const struct egress_httpreq *q, bool 
 	c->hs.fed = 0;
 }
 
+static bool drop_empty_lines(struct conn *c);
+
 /* One request head at up[up_ok..). 1 accepted (up_ok advanced), 0 need more, -1 refused. */
 static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
 {
 	struct egress_httpreq q;
 	const char *why = NULL;
+	if (c->hs.fed == 0 && !drop_empty_lines(c))
+		return 0;
+	if (c->up_ok == c->up.len)
+		return 0;
 	int r = egress_httpreq_feed(&c->hs, (const char *)c->up.d + c->up_ok, c->up.len - c->up_ok, &q, &why);
 	if (r == 0)
 		return 0;
@@ -504,6 +535,7 @@ static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
 		return -1;
 	}
 	(void)e, (void)first;
+	c->nreq++;
 	c->up_ok += q.head_len;
 	c->body_left = q.content_length > 0 ? q.content_length : 0;
 	c->in_body = true;
@@ -554,23 +586,45 @@ static int advance_http(struct egress_engine *e, struct conn *c)
 
 #define LEADING_EMPTY_MAX 64
 
-/* Whether the stream starts like an HTTP/1.x request ("METHOD "), after any empty lines a
- * server would skip (RFC 9112 2.2: "\r\nGET ..." is a request to it, so it is one to us):
- * 1 yes, 0 need more, -1 no. So many empty lines that only a parser can tell count as HTTP:
- * the request parser checks them (and the head timeout ends them). */
+static bool http_space(uint8_t b) { return b == ' ' || b == '\t' || b == '\r' || b == '\n' || b == '\v' || b == '\f'; }
+static bool ascii_alpha(uint8_t b) { return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z'); }
+
+/* Whether the stream starts like an HTTP/1.x request ("METHOD "), as the most lenient server
+ * would take it: after any whitespace (RFC 9112 2.2 has servers skip empty lines; Python's
+ * http.server splits the line on any whitespace, so " GET / …" is a request to it) and with
+ * a method in any case. 1 yes, 0 need more, -1 no. What this calls HTTP, the strict request
+ * parser then judges: a request it refuses closes the connection; raw relaying of anything
+ * a server could read as a request would let the box pick another Host (a leading space or
+ * a lowercase method was relayed unchecked on non-web ports and after an Upgrade). So much
+ * whitespace that only a parser can tell counts as HTTP (and the head timeout ends it). */
 static int looks_http(const uint8_t *d, size_t len)
 {
 	size_t k = 0;
-	while (k < len && (d[k] == '\r' || d[k] == '\n'))
+	while (k < len && http_space(d[k]))
 		if (++k >= LEADING_EMPTY_MAX)
 			return 1;
 	for (size_t i = k; i < len && i < k + 12; i++) {
-		if (d[i] == ' ')
+		if (d[i] == ' ' || d[i] == '\t')
 			return i >= k + 3 ? 1 : -1;
-		if (d[i] < 'A' || d[i] > 'Z')
+		if (!ascii_alpha(d[i]))
 			return -1;
 	}
 	return len < k + 12 ? 0 : -1;
+}
+
+/* Empty lines (CRLF) before a request head: servers skip them (RFC 9112 2.2), the strict
+ * parser does not take them, so they are dropped here, never forwarded. false when a lone
+ * CR at the end leaves it open whether one more follows. */
+static bool drop_empty_lines(struct conn *c)
+{
+	size_t at = c->up_ok, k = 0;
+	while (k < LEADING_EMPTY_MAX && at + k + 1 < c->up.len && c->up.d[at + k] == '\r' && c->up.d[at + k + 1] == '\n')
+		k += 2;
+	if (k) {
+		memmove(c->up.d + at, c->up.d + at + k, c->up.len - at - k);
+		c->up.len -= k;
+	}
+	return !(c->up.len == at + 1 && c->up.d[at] == '\r');
 }
 
 /* The first bytes the box sends on a connection (transparent, or inside a CONNECT tunnel):
@@ -607,6 +661,8 @@ static void proxy_head(struct egress_engine *e, struct conn *c)
 {
 	struct egress_httpreq q;
 	const char *why = NULL;
+	if ((c->hs.fed == 0 && !drop_empty_lines(c)) || c->up.len == 0)
+		return;
 	int r = egress_httpreq_feed(&c->hs, (const char *)c->up.d, c->up.len, &q, &why);
 	if (r == 0)
 		return;
@@ -800,6 +856,18 @@ static void on_up(struct conn *c, short rev)
 	}
 }
 
+/* A message the box began and has not finished while relaying — a first message not yet
+ * classified (on any port, in a CONNECT tunnel too), an HTTP head not yet complete — must be
+ * finished within EGRESS_HEAD_TIMEOUT_MS like the first head of a connection. Checked bytes,
+ * a body, a TLS or raw stream have no deadline. */
+static void relay_deadline(struct conn *c, int64_t now)
+{
+	if (c->state != S_RELAY || c->kind == EGRESS_CONN_DNS)
+		return;
+	bool open_head = c->up_ok < c->up.len;
+	c->deadline = !open_head ? 0 : c->deadline ? c->deadline : now + EGRESS_HEAD_TIMEOUT_MS;
+}
+
 /* Half-closes and the end of a connection. */
 static void settle(struct conn *c, int64_t now)
 {
@@ -807,15 +875,25 @@ static void settle(struct conn *c, int64_t now)
 		c->state = S_DEAD;
 	if (c->state == S_DEAD)
 		return;
+	relay_deadline(c, now);
 	if (c->deadline && now > c->deadline) {
 		refuse(c, c->resolving ? "resolve-timeout" : c->state == S_DIAL ? "connect-timeout" : "head-timeout");
 		return;
 	}
 	if (c->state != S_RELAY) {
-		if (c->b_eof && c->state == S_HEAD && c->kind != EGRESS_CONN_DNS)
+		/* closed before its first message was checked: nothing was allowed through */
+		if (c->b_eof && c->state == S_HEAD && c->kind != EGRESS_CONN_DNS) {
+			if (!c->reason)
+				c->reason = c->up.len ? "closed-mid-request" : "closed-before-request";
 			c->state = S_DEAD;
+		}
 		if (c->kind == EGRESS_CONN_DNS && c->b_eof && c->down.len == 0)
 			c->state = S_DEAD;
+		return;
+	}
+	/* closed with an unfinished message that can never be checked now */
+	if (c->b_eof && c->up_ok == 0 && c->up.len > 0) {
+		refuse(c, "closed-mid-request");
 		return;
 	}
 	if (c->b_eof && c->up.len == 0 && !c->u_shut) {

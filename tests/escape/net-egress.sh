@@ -338,6 +338,65 @@ time.sleep(6)" </dev/null >"$out" 2>&1 &
 	[ $((t2 - t1)) -lt 60 ] || fail "the supervisor used $((t2 - t1)) clock ticks in 3 s (spinning)"
 }
 
+# Host fronting through a lenient server (Python's http.server, the upstream here, takes
+# " GET / …" for a request): a request line after leading whitespace, or with a lowercase
+# method, is taken for HTTP and judged by the strict parser — on a port that is not 80/443,
+# after an Upgrade, and through the proxy (all were relayed raw, unchecked)
+t_leading_space_or_lowercase_method_does_not_skip_the_host_check() {
+	net_uplog_clear
+	pd create $(allow_up) --workspace none esp >/dev/null
+	pd exec esp -- $PY "
+import socket, time
+def send(*parts):
+    s = socket.create_connection(('up.test', $HTTP_PORT), 5)
+    for p in parts:
+        s.sendall(p); time.sleep(0.3)
+    s.settimeout(2)
+    try:
+        while s.recv(4000): pass
+    except OSError:
+        pass
+send(b' GET /fronted1 HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n')
+send(b'\t get /fronted2 HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n')
+send(b'GET /a HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+     b' GET /fronted3 HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n')
+" >/dev/null
+	local out
+	out=$(proxy_send "b'GET http://up.test:$HTTP_PORT/b HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n GET /fronted4 HTTP/1.1\r\nHost: evil.test\r\n\r\n'")
+	sleep 0.3
+	assert_not_contains "$(net_uplog http)" "fronted"
+	assert_not_contains "$(net_uplog http)" "evil.test"
+	assert_eq "$(net_audit esp | grep -c '"kind":"tcp".*"verdict":"deny"')" 3
+	pd rm -f esp >/dev/null
+}
+# A first message begun and never finished is refused and logged (it held a connection and
+# an upstream socket for as long as the box's side stayed open, with no audit line): on a
+# port that is not 80/443, in a CONNECT tunnel, and a bare TLS record header
+t_unfinished_first_messages_are_refused_and_logged() {
+	net_uplog_clear
+	pd create $(allow_up) --workspace none eunf >/dev/null
+	pd exec eunf -- $PY "
+import socket, time
+for host, port, data in (('up.test', $HTTP_PORT, b'GET / HTTP/1.1\r\n'), ('tls.test', $HTTPS_PORT, b'\x16\x03\x01')):
+    s = socket.create_connection((host, port), 5); s.sendall(data); time.sleep(0.3); s.close()
+s = socket.create_connection(('198.19.0.2', 3128), 5)
+s.sendall(b'CONNECT up.test:$HTTP_PORT HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\n\r\n'); s.recv(100)
+s.sendall(b'GET / HTT'); time.sleep(0.3); s.close()
+s = socket.create_connection(('198.19.0.2', 3128), 5)
+s.sendall(b'CONNECT denied.test:443 HTTP/1.1\r\n'); time.sleep(0.3); s.close()
+time.sleep(0.5)
+" >/dev/null
+	sleep 0.3
+	local log
+	log=$(net_audit eunf)
+	assert_eq "$(echo "$log" | grep -c '"reason":"closed-mid-request"')" 4
+	assert_not_contains "$log" '"verdict":"allow","reason":"","bytes_up":3'
+	# and nothing is left open in the supervisor towards the upstreams
+	assert_eq "$(ss -Htn state established "( dport = :$HTTP_PORT or dport = :$HTTPS_PORT )" | wc -l)" 0
+	pd rm -f eunf >/dev/null
+	no_upstream_hits
+}
+
 net_make_ca
 net_start_upstreams
 trap net_stop EXIT
