@@ -316,6 +316,15 @@ static int profile_reconnect(const char *home, const struct box_opts *o, const s
 	if (!same)
 		r = pd_error_msg(err, EEXIST, "a sandbox named '%s' exists for %s %s; name another with --name",
 				 o->spec.name, spec.profile ? "profile" : "a plain run in", spec.profile ? spec.profile : spec.project ? spec.project : "/");
+	/* a deny asked for now is never dropped with a note (that would fail open): refused,
+	 * with the way to apply it to the box that exists */
+	if (r == 0 && strv_len(o->spec.net.deny)) {
+		int u = cli_usage("run", "%s exists and --deny applies only when a box is made: apply it with "
+					 "'paddock policy deny %s --sandbox %s' (live), or 'paddock rm -f %s' first",
+				  o->spec.name, o->spec.net.deny[0], o->spec.name, o->spec.name);
+		box_spec_free(&spec);
+		return u;
+	}
 	/* options that make a box do not change one that exists: say which were given in vain */
 	char differ[200] = "";
 	const struct {
@@ -331,7 +340,7 @@ static int profile_reconnect(const char *home, const struct box_opts *o, const s
 		 * own are merged in when a box is made) */
 		{strv_len(o->spec.env) > 0, "-e"},
 		{!streq(spec.net.preset ? spec.net.preset : "", o->spec.net.preset ? o->spec.net.preset : ""), "--net"},
-		{strv_len(o->spec.net.allow) + strv_len(o->spec.net.deny) > 0, "--allow/--deny"},
+		{strv_len(o->spec.net.allow) > 0, "--allow"},
 		{!strv_same(spec.net.resolve, o->spec.net.resolve), "--resolve"},
 		{!strv_same(spec.net.publish, o->spec.net.publish), "-p"},
 	};

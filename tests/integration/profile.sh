@@ -98,6 +98,12 @@ t_profile_builds_reuses_reconnects_and_updates() {
 	assert_contains "$out" "tp-myproj exists: --memory, -e apply only to a new box"
 	assert_contains "$out" "tp-run again"
 	assert_eq "$(pd exec tp-myproj -- /bin/busybox cat /home/agent/work)" "agent-work"
+	# but a deny is never dropped with a note: refused, with the way to apply it live
+	local st=0
+	out=$(pd run -T --workspace none --deny up.test tp -- again 2>&1) || st=$?
+	assert_eq "$st" 2
+	assert_contains "$out" "paddock policy deny up.test --sandbox tp-myproj"
+	assert_not_contains "$out" "tp-run again"
 	# a stopped box is started again
 	pd stop tp-myproj
 	out=$(pd run -T --workspace none tp -- third 2>&1)
