@@ -5,6 +5,7 @@
 #include <getopt.h>
 
 #include "cli/cli.h"
+#include "egress/audit.h"
 #include "runtime/vm/vm_console.h"
 #include "util/fdio.h"
 
@@ -120,12 +121,20 @@ int cmd_logs(int argc, char **argv)
 		return 0;
 	}
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, net ? "net.log" : "supervisor.log");
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : cli_fail((pd_error(&err, errno, "cannot open %s", path), &err));
 	bool table = net && !json;
 	_cleanup_free_ char *pend = table ? xmalloc(65536) : NULL;
 	size_t plen = 0;
+	/* the audit log's rotated files first, oldest first: it is one log */
+	for (int i = EGRESS_AUDIT_KEEP; net && i >= 1; i--) {
+		_cleanup_free_ char *old = xasprintf("%s.%d", path, i);
+		_cleanup_close_ int ofd = open(old, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (ofd >= 0)
+			table ? copy_audit(ofd, pend, &plen, 65536) : copy_out(ofd);
+		plen = 0;
+	}
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : cli_fail((pd_error(&err, errno, "cannot open %s", path), &err));
 	table ? copy_audit(fd, pend, &plen, 65536) : copy_out(fd);
 	while (follow && store_status(dir, NULL) == BOX_STATUS_RUNNING) {
 		usleep(200000);

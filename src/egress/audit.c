@@ -46,6 +46,10 @@ struct egress_audit {
 	char *path;
 	int fd;
 	uint64_t size;
+	int64_t second;           /* the rate limit's current second (monotonic) */
+	uint32_t in_second;       /* lines written in it */
+	uint64_t dropped;         /* lines counted, not written, since the last summary */
+	char box[128];            /* for the summary line */
 };
 
 int egress_audit_open(const char *path, struct egress_audit **ret)
@@ -66,6 +70,7 @@ void egress_audit_close(struct egress_audit *a)
 {
 	if (!a)
 		return;
+	egress_audit_flush(a);
 	if (a->fd >= 0)
 		close(a->fd);
 	free(a->path);
@@ -74,6 +79,10 @@ void egress_audit_close(struct egress_audit *a)
 
 static void rotate(struct egress_audit *a)
 {
+	for (int i = EGRESS_AUDIT_KEEP - 1; i >= 1; i--) {
+		_cleanup_free_ char *from = xasprintf("%s.%d", a->path, i), *to = xasprintf("%s.%d", a->path, i + 1);
+		(void)rename(from, to);
+	}
 	_cleanup_free_ char *old = xasprintf("%s.1", a->path);
 	rename(a->path, old);
 	int fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -84,14 +93,46 @@ static void rotate(struct egress_audit *a)
 	a->size = 0;
 }
 
-void egress_audit_write(struct egress_audit *a, const struct egress_audit_rec *r)
+static void append(struct egress_audit *a, const struct egress_audit_rec *r)
 {
-	if (!a)
-		return;
 	_cleanup_free_ char *line = egress_audit_format(r);
 	size_t n = strlen(line);
 	if (a->size + n > EGRESS_AUDIT_MAX)
 		rotate(a);
 	if (fd_write_all(a->fd, line, n) == 0)
 		a->size += n;
+}
+
+void egress_audit_flush(struct egress_audit *a)
+{
+	if (!a || !a->dropped)
+		return;
+	char reason[64];
+	snprintf(reason, sizeof(reason), "rate-limited: %llu lines not written", (unsigned long long)a->dropped);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct egress_audit_rec s = {.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, .box = a->box,
+				     .kind = "audit", .name = "", .rule = "", .verdict = "deny", .reason = reason};
+	a->dropped = 0;
+	append(a, &s);
+}
+
+void egress_audit_write(struct egress_audit *a, const struct egress_audit_rec *r)
+{
+	if (!a)
+		return;
+	int64_t now = mono_ms() / 1000;
+	if (now != a->second) {
+		egress_audit_flush(a);
+		a->second = now;
+		a->in_second = 0;
+	}
+	if (r->box)
+		snprintf(a->box, sizeof(a->box), "%s", r->box);
+	if (a->in_second >= EGRESS_AUDIT_RATE) {
+		a->dropped++;
+		return;
+	}
+	a->in_second++;
+	append(a, r);
 }

@@ -6,13 +6,19 @@
  *
  * kind is "dns" (port 53, qtype in "reason" with the rcode), "tcp" (transparent) or "proxy".
  * Strings are escaped by cJSON (names from the box may be any bytes). Appended to
- * state_dir/net.log, rotated to net.log.1 past EGRESS_AUDIT_MAX bytes. */
+ * state_dir/net.log, rotated past EGRESS_AUDIT_MAX bytes to net.log.1 … net.log.N
+ * (EGRESS_AUDIT_KEEP). The box decides how many lines there are: past EGRESS_AUDIT_RATE
+ * lines in one second the rest of that second's are counted, not written, and one line of
+ * kind "audit" (reason "rate-limited: N lines not written") says so — a flood of denied
+ * names pushed a box's earlier lines out of the log in seconds. */
 #pragma once
 
 #include <stdint.h>
 #include <stdio.h>
 
 #define EGRESS_AUDIT_MAX (16u << 20)
+#define EGRESS_AUDIT_KEEP 4    /* rotated files kept: at most 80 MiB per box in all */
+#define EGRESS_AUDIT_RATE 500  /* lines per second written before the rest are counted */
 
 struct egress_audit_rec {
 	int64_t time_ms;         /* unix time in ms */
@@ -29,5 +35,8 @@ struct egress_audit;
 /* Opens (creates 0600) path for appending. */
 int egress_audit_open(const char *path, struct egress_audit **ret);
 void egress_audit_close(struct egress_audit *a);
-/* Appends one record (rotating when the file is too big). Errors are counted, not fatal. */
+/* Appends one record (rotating when the file is too big; within the rate). Errors are
+ * counted, not fatal. */
 void egress_audit_write(struct egress_audit *a, const struct egress_audit_rec *r);
+/* Writes the rate limit's pending summary line, if any (a box going away). */
+void egress_audit_flush(struct egress_audit *a);

@@ -319,6 +319,19 @@ req('/after')
 	pd rm -f livec >/dev/null
 }
 
+# The audit log is one log across its rotated files: logs --net shows them oldest first
+t_logs_net_shows_the_rotated_files_too() {
+	pd create --workspace none rot >/dev/null
+	local d=$PADDOCK_HOME/boxes/rot
+	printf '{"time":"2026-01-01T00:00:00.000Z","box":"rot","kind":"dns","name":"oldest.test","port":53,"rule":"default-deny","verdict":"deny","reason":"A NXDOMAIN","bytes_up":0,"bytes_down":0,"duration_ms":0}\n' >"$d/net.log.2"
+	printf '{"time":"2026-01-01T00:00:01.000Z","box":"rot","kind":"dns","name":"older.test","port":53,"rule":"default-deny","verdict":"deny","reason":"A NXDOMAIN","bytes_up":0,"bytes_down":0,"duration_ms":0}\n' >"$d/net.log.1"
+	pd exec rot -- getent hosts newest.test >/dev/null 2>&1 || true
+	sleep 0.3
+	assert_eq "$(pd logs --net rot | grep -o -E '(oldest|older|newest)\.test' | uniq | tr '\n' ' ')" "oldest.test older.test newest.test "
+	assert_eq "$(pd logs --net --json rot | grep -c -E 'oldest|older')" 2
+	pd rm -f rot >/dev/null
+}
+
 net_make_ca
 net_start_upstreams
 trap net_stop EXIT
