@@ -657,6 +657,40 @@ static int classify(struct egress_engine *e, struct conn *c)
 
 /* --- proxy head ------------------------------------------------------------------------ */
 
+/* For the audit line of a request the parser refused: the host and port its request line
+ * names, as far as they can be told ("CONNECT h:p", "GET http://h:p/…"), bytes outside a
+ * host name's shown as '?'. Never used for anything but the log. */
+static void proxy_target_guess(struct conn *c)
+{
+	const uint8_t *d = c->up.d, *end = d + (c->up.len < 2048 ? c->up.len : 2048);
+	const uint8_t *sp = d ? memchr(d, ' ', (size_t)(end - d)) : NULL;
+	if (!sp)
+		return;
+	const uint8_t *t = sp + 1, *te = t;
+	while (te < end && *te != ' ' && *te != '\r' && *te != '\n')
+		te++;
+	const uint8_t *scheme = te - t > 3 ? memmem(t, (size_t)(te - t), "://", 3) : NULL;
+	if (scheme)
+		t = scheme + 3;
+	size_t n = 0;
+	const uint8_t *p = t;
+	for (; p < te && *p != '/' && *p != '?' && *p != '#' && n < EGRESS_NAME_MAX; p++) {
+		uint8_t b = *p;
+		bool ok = ascii_alpha(b) || (b >= '0' && b <= '9') || b == '.' || b == '-' || b == ':' || b == '[' ||
+			  b == ']' || b == '@' || b == '_';
+		c->name[n++] = ok ? (char)b : '?';
+	}
+	c->name[n] = '\0';
+	char *colon = strrchr(c->name, ':');
+	if (colon && !strchr(colon, ']')) {
+		unsigned long port = strtoul(colon + 1, NULL, 10);
+		*colon = '\0';
+		c->port = port > 0 && port < 65536 ? (uint16_t)port : 0;
+	} else {
+		c->port = sp - d == 7 && memcmp(d, "CONNECT", 7) == 0 ? 0 : 80;
+	}
+}
+
 static void proxy_head(struct egress_engine *e, struct conn *c)
 {
 	struct egress_httpreq q;
@@ -667,6 +701,7 @@ static void proxy_head(struct egress_engine *e, struct conn *c)
 	if (r == 0)
 		return;
 	if (r < 0) {
+		proxy_target_guess(c);
 		refuse(c, why ? why : "bad-request");
 		return;
 	}

@@ -397,6 +397,29 @@ time.sleep(0.5)
 	no_upstream_hits
 }
 
+# A proxy request the parser refuses is logged with the target it named (it was logged with
+# no name and the proxy's own port): what the box tried to reach is the point of the log
+t_refused_proxy_requests_are_logged_with_their_target() {
+	pd create $(allow_up) --workspace none eplog >/dev/null
+	pd exec eplog -- $PY "
+import socket
+for req in (b'GET http://10.1.2.3:8080/ HTTP/1.1\r\nHost: 10.1.2.3:8080\r\n\r\n',
+            b'GET http://up.test:$HTTP_PORT/ HTTP/1.1\r\nHost: evil.test\r\n\r\n',
+            b'CONNECT [::1]:443 HTTP/1.1\r\nHost: x\r\n\r\n'):
+    s = socket.create_connection(('198.19.0.2', 3128), 5); s.sendall(req); s.settimeout(3)
+    try: s.recv(1000)
+    except OSError: pass
+" >/dev/null
+	sleep 0.3
+	local log
+	log=$(net_audit eplog | grep '"kind":"proxy"')
+	assert_contains "$log" '"name":"10.1.2.3","port":8080'
+	assert_contains "$log" '"name":"up.test","port":'"$HTTP_PORT"
+	assert_contains "$log" '"name":"[::1]","port":443'
+	assert_not_contains "$log" '"name":""'
+	pd rm -f eplog >/dev/null
+}
+
 net_make_ca
 net_start_upstreams
 trap net_stop EXIT
