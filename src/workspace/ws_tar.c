@@ -146,6 +146,41 @@ static void note_staged(struct tar_ctx *c, const uint8_t sha[WS_SHA256_LEN])
 
 /* Reads the entry's data (exactly size bytes) into out (or nowhere) or, when mem is set, into
  * mem (size bytes), hashing it. */
+/* Writes n bytes of buf to out, leaving 4 KiB blocks of zeros as holes (seeked over): a box's
+ * sparse file (900 MiB that hold 4 KiB) must not become 900 MiB of the host's disk in the
+ * staging directory. The caller sets the final size (a trailing hole has no write). */
+#define SPARSE_BLOCK 4096
+static bool all_zero(const char *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+static int write_sparse(int out, const char *buf, size_t n)
+{
+	size_t off = 0;
+	while (off < n) {
+		size_t len = n - off < SPARSE_BLOCK ? n - off : SPARSE_BLOCK;
+		bool zero = all_zero(buf + off, len);
+		size_t run = len;
+		while (off + run < n) { /* the run of blocks of the same kind */
+			size_t next = n - off - run < SPARSE_BLOCK ? n - off - run : SPARSE_BLOCK;
+			if (all_zero(buf + off + run, next) != zero)
+				break;
+			run += next;
+		}
+		if (zero) {
+			if (lseek(out, (off_t)run, SEEK_CUR) < 0)
+				return -errno;
+		} else {
+			int r = fd_write_all(out, buf + off, run);
+			if (r < 0)
+				return r;
+		}
+		off += run;
+	}
+	return 0;
+}
+
 static int read_data(struct tar_ctx *c, int out, uint8_t *mem, uint64_t size, uint8_t ret_sha[WS_SHA256_LEN])
 {
 	_cleanup_free_ char *buf = mem ? NULL : xmalloc(WS_IO_CHUNK);
@@ -165,7 +200,7 @@ static int read_data(struct tar_ctx *c, int out, uint8_t *mem, uint64_t size, ui
 			break;
 		ws_hasher_update(h, to, (size_t)n);
 		got += (uint64_t)n;
-		if (!mem && out >= 0 && (r = fd_write_all(out, buf, (size_t)n)) < 0) {
+		if (!mem && out >= 0 && (r = write_sparse(out, buf, (size_t)n)) < 0) {
 			pd_error(c->err, r, "cannot write to the staging directory");
 			break;
 		}
@@ -173,6 +208,8 @@ static int read_data(struct tar_ctx *c, int out, uint8_t *mem, uint64_t size, ui
 	ws_hasher_final(h, ret_sha);
 	if (r == 0 && got != size)
 		r = pd_error_msg(c->err, EPIPE, "tar entry shorter than declared");
+	if (r == 0 && out >= 0 && ftruncate(out, (off_t)size) < 0) /* a trailing hole */
+		r = pd_error(c->err, errno, "cannot write to the staging directory");
 	return r;
 }
 

@@ -194,6 +194,23 @@ t_concurrent_applies_wait_for_each_other() {
 	pd rm -f wscon >/dev/null
 }
 
+# A sparse file in the box stays sparse in the host's staging directory: 300 MiB that hold
+# a few KiB cost the host's disk a few KiB, not 300 MiB, and apply still writes it whole
+t_sparse_files_stay_sparse_in_staging() {
+	mkproj
+	(cd "$P" && pd create wssp >/dev/null)
+	pd exec wssp -- sh -c 'truncate -s 300M sparse.bin && printf end | dd of=sparse.bin bs=1 seek=314572797 conv=notrunc 2>/dev/null'
+	assert_contains "$(pd diff --stat wssp)" "A sparse.bin"
+	local kb
+	kb=$(du -sk "$PADDOCK_HOME/boxes/wssp/staging" | cut -f1)
+	[ "$kb" -lt 10240 ] || fail "staging holds $kb KiB for a sparse file"
+	pd apply wssp sparse.bin >/dev/null
+	assert_eq "$(stat -c %s "$P/sparse.bin")" 314572800
+	assert_eq "$(tail -c 3 "$P/sparse.bin")" "end"
+	rm -f "$P/sparse.bin"
+	pd rm -f wssp >/dev/null
+}
+
 t_escaping_symlink_and_specials_refused() {
 	mkproj
 	(cd "$P" && pd create ws5 >/dev/null)
