@@ -46,16 +46,22 @@ static int set_limit(const char *verb, int opt, const char *arg, struct box_spec
 	switch (opt) {
 	case OPT_MEMORY:
 		r = cli_parse_size(arg, &s->memory);
+		if (r == -ERANGE)
+			return cli_usage(verb, "--memory: '%s' is more than any machine has", arg);
 		if (r == 0 && s->memory < (16u << 20))
-			r = -EINVAL;
-		return r < 0 ? cli_usage(verb, "--memory wants a size of at least 16M (e.g. 512M, 2G), got '%s'", arg) : 0;
+			return cli_usage(verb, "--memory: '%s' is less than the 16M a box needs", arg);
+		return r < 0 ? cli_usage(verb, "--memory wants a size (e.g. 512M, 2G), got '%s'", arg) : 0;
 	case OPT_DISK:
 		r = cli_parse_size(arg, &s->disk);
+		if (r == -ERANGE)
+			return cli_usage(verb, "--disk: '%s' is more than any disk holds", arg);
 		if (r == 0 && s->disk < (1u << 20))
-			r = -EINVAL;
-		return r < 0 ? cli_usage(verb, "--disk wants a size of at least 1M, got '%s'", arg) : 0;
+			return cli_usage(verb, "--disk: '%s' is less than 1M", arg);
+		return r < 0 ? cli_usage(verb, "--disk wants a size (e.g. 512M, 2G), got '%s'", arg) : 0;
 	case OPT_CPUS:
 		r = cli_parse_cpus(arg, &s->cpus_milli);
+		if (r == -ERANGE)
+			return cli_usage(verb, "--cpus: '%s' is more than 1024", arg);
 		return r < 0 ? cli_usage(verb, "--cpus wants a positive number (e.g. 1.5), got '%s'", arg) : 0;
 	case OPT_PIDS:
 		r = cli_parse_u32(arg, 8, 4194304, &s->pids);

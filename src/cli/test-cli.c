@@ -26,7 +26,8 @@ static void test_size(void **state)
 	assert_int_equal(cli_parse_size("-1", &v), -EINVAL);
 	assert_int_equal(cli_parse_size("", &v), -EINVAL);
 	assert_int_equal(cli_parse_size("1X", &v), -EINVAL);
-	assert_int_equal(cli_parse_size("99999999999999T", &v), -EINVAL);
+	assert_int_equal(cli_parse_size("99999999999999T", &v), -ERANGE);
+	assert_int_equal(cli_parse_size("99999999999999999999G", &v), -ERANGE);
 	assert_int_equal(cli_parse_size("5Mx", &v), -EINVAL);
 	/* decimal fractions of a unit */
 	assert_int_equal(cli_parse_size("1.5G", &v), 0);
@@ -47,6 +48,7 @@ static void test_cpus(void **state)
 	assert_int_equal(cli_parse_cpus("-2", &m), -EINVAL);
 	assert_int_equal(cli_parse_cpus("nan", &m), -EINVAL);
 	assert_int_equal(cli_parse_cpus("2x", &m), -EINVAL);
+	assert_int_equal(cli_parse_cpus("1e9", &m), -ERANGE);
 }
 
 static void test_env(void **state)

@@ -13,10 +13,15 @@ int cli_usage(const char *verb, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "paddock%s%s: ", verb ? " " : "", verb ? verb : "");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\nTry 'paddock %s%s--help'.\n", verb ? verb : "", verb ? " " : "");
+	char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
 	va_end(ap);
+	fprintf(stderr, "paddock%s%s: ", verb ? " " : "", verb ? verb : "");
+	/* the message quotes what was typed: shown escaped like every error */
+	pd_fputs_escaped(msg ? msg : fmt, stderr);
+	free(msg);
+	fprintf(stderr, "\nTry 'paddock %s%s--help'.\n", verb ? verb : "", verb ? " " : "");
 	return EXIT_USAGE;
 }
 
@@ -70,7 +75,7 @@ int cli_parse_size(const char *s, uint64_t *ret)
 		return -EINVAL;
 	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || end == s)
-		return -EINVAL;
+		return errno == ERANGE ? -ERANGE : -EINVAL;
 	/* a decimal fraction of a unit: 1.5G */
 	uint64_t frac = 0, scale = 1;
 	if (*end == '.') {
@@ -93,8 +98,10 @@ int cli_parse_size(const char *s, uint64_t *ret)
 		end++;
 	if ((*end == 'b' || *end == 'B') && shift)
 		end++;
-	if (*end || v >= (UINT64_MAX >> shift) || (scale > 1 && !shift))
+	if (*end || (scale > 1 && !shift))
 		return -EINVAL;
+	if (v >= (UINT64_MAX >> shift))
+		return -ERANGE;
 	*ret = ((uint64_t)v << shift) + (uint64_t)((unsigned __int128)frac * (UINT64_C(1) << shift) / scale);
 	return 0;
 }
@@ -104,8 +111,10 @@ int cli_parse_cpus(const char *s, uint32_t *ret_milli)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0) || v > 1024)
+	if (errno || end == s || *end || !(v > 0))
 		return -EINVAL;
+	if (v > 1024)
+		return -ERANGE;
 	*ret_milli = (uint32_t)(v * 1000 + 0.5);
 	return *ret_milli ? 0 : -EINVAL;
 }

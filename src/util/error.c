@@ -86,23 +86,27 @@ static size_t control_len(const unsigned char *s)
 	return 0;
 }
 
-void pd_err_print(const pd_err *err)
+void pd_fputs_escaped(const char *s, FILE *f)
 {
-	/* messages carry names from untrusted places (an archive's entries, a box's paths): a
-	 * terminal escape or a bidi control in one is shown as \xNN, never sent raw */
-	const char *m = err->msg[0] ? err->msg : strerror(err->code);
-	fputs("paddock: ", stderr);
-	for (const unsigned char *p = (const unsigned char *)m; *p;) {
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
 		size_t n = control_len(p);
 		if (!n) {
 			size_t k = utf8_seq(p); /* a whole character at a time */
-			fwrite(p, 1, k, stderr);
+			fwrite(p, 1, k, f);
 			p += k;
 			continue;
 		}
 		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, "\\x%02x", p[i]);
+			fprintf(f, "\\x%02x", p[i]);
 		p += n;
 	}
+}
+
+void pd_err_print(const pd_err *err)
+{
+	/* messages carry names from untrusted places (an archive's entries, a box's paths): a
+	 * terminal escape or a bidi control in one is shown as \xNN, never sent raw */
+	fputs("paddock: ", stderr);
+	pd_fputs_escaped(err->msg[0] ? err->msg : strerror(err->code), stderr);
 	fputc('\n', stderr);
 }

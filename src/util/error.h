@@ -5,6 +5,7 @@
  * with what failed and on what. Callers add context on the way up with pd_err_prefix().
  * Only the CLI and the supervisor print errors, once, with pd_err_print(). */
 #pragma once
+#include <stdio.h>
 
 #include "util.h"
 
@@ -22,3 +23,5 @@ int pd_error_msg(pd_err *err, int errnum, const char *fmt, ...) _printf_(3, 4);
 int pd_err_prefix(pd_err *err, const char *fmt, ...) _printf_(2, 3);
 /* Prints "paddock: <msg>" to stderr. */
 void pd_err_print(const pd_err *err);
+/* s with C0/C1 controls, bidi and line marks and bytes that are not UTF-8 shown as \xNN. */
+void pd_fputs_escaped(const char *s, FILE *f);
