@@ -162,7 +162,10 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 	/* a restore takes a second where a boot takes many: one that hangs is given up early */
 	r = greet(b->h.ctl_fd, t0 + (b->restored ? SUP_RESTORE_TIMEOUT_MS : SUP_BOOT_TIMEOUT_MS), err);
 	if (r < 0) {
-		if (b->restored)
+		/* a template is dropped when its guest failed to come up, never because the user
+		 * cancelled the start (the directory is shared: a Ctrl-C in the first half second
+		 * of a run removed a good template, and everyone's next box booted cold) */
+		if (b->restored && r != -ECANCELED && !box_boot_cancel)
 			vm_box_reject_template(&b->h);
 		boot_undo(b, net);
 		b->rt = rt;
@@ -214,7 +217,7 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	r = start_and_greet(&b, spec, box_dir, t0, &net, err);
 	/* a vm box restored from a template that did not come up: that template is dropped and
 	 * the box boots instead (its disk, a copy of the template's, goes too) */
-	if (r < 0 && b.restored) {
+	if (r < 0 && b.restored && r != -ECANCELED && !box_boot_cancel) {
 		pd_debug("box %s: the restore failed (%s); booting it", spec->name, err->msg);
 		(void)unlink(disk);
 		b.cfg.vm_cold = true;

@@ -193,6 +193,25 @@ t_a_failed_boot_says_why() {
 	assert_eq "$(pd ls | tail -n +2)" ""
 }
 
+# Ctrl-C while a box is restored from a template keeps the template: the directory is
+# shared, and a cancel in the first half second removed it (everyone's next box booted cold)
+t_ctrl_c_during_a_restore_keeps_the_template() {
+	pd_only vm "templates"
+	pd run --rm --workspace none -- true >/dev/null
+	wait_template "$(tpl_dir)"
+	local before i pid
+	before=$(ls "$(tpl_dir)"/*.state | sort)
+	for i in 1 2 3; do
+		"$PADDOCK" run --rm --backend vm --workspace none -- sleep 100 &
+		pid=$!
+		sleep 0.$((2 + i))
+		kill -INT $pid
+		wait $pid || true
+	done
+	assert_eq "$(ls "$(tpl_dir)"/*.state | sort)" "$before" "a cancelled start removed a template"
+	assert_eq "$(pd ls | tail -n +2)" ""
+}
+
 # Ctrl-C while the guest boots ends the run at once (it waited up to the boot's 120 s), with
 # the signal's status, and leaves nothing
 t_ctrl_c_during_boot_ends_the_run() {
