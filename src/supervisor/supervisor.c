@@ -47,7 +47,8 @@ struct sup {
 	struct sup_session sessions[SUP_MAX_SESSIONS];
 	size_t n_sessions;
 	uint32_t next_global;
-	bool stopping, box_gone;
+	bool stopping, box_gone, stop_killed;
+	int64_t stop_deadline; /* stopping: when the box is killed if its init has not ended it */
 	int last_exit;
 };
 
@@ -143,6 +144,10 @@ static void begin_stop(struct sup *s, uint32_t timeout_ms)
 	if (s->stopping)
 		return;
 	s->stopping = true;
+	/* paddock-init TERMs, KILLs after timeout_ms and exits; a box that cannot do that (a
+	 * guest or a QEMU that is frozen, an init that no longer reads) is killed from here a
+	 * little later — a stop never waits for the box's cooperation for ever */
+	s->stop_deadline = mono_ms() + timeout_ms + SUP_STOP_GRACE_MS;
 	uint8_t t[4];
 	proto_put_u32(t, timeout_ms);
 	proto_conn_send(&s->init, PROTO_STOP, 0, 0, t, 4);
@@ -322,6 +327,11 @@ static int loop(struct sup *s)
 		if (got_term) {
 			got_term = 0;
 			begin_stop(s, SUP_STOP_TIMEOUT_MS);
+		}
+		if (s->stopping && !s->stop_killed && mono_ms() > s->stop_deadline) {
+			fprintf(stderr, "paddock supervisor: the sandbox did not stop within its time; killed\n");
+			box_kill(&s->box);
+			s->stop_killed = true;
 		}
 		struct pollfd p[SUP_MAX_CLIENTS + 3];
 		int map[SUP_MAX_CLIENTS + 3], n = 0;

@@ -11,6 +11,8 @@
 
 #define SUP_BOOT_TIMEOUT_MS 120000
 #define SUP_STOP_TIMEOUT_MS 5000
+/* how much longer than its stop timeout a box may take to end before the supervisor kills it */
+#define SUP_STOP_GRACE_MS 3000
 
 const struct runtime_ops *runtime_by_name(const char *name, pd_err *err);
 

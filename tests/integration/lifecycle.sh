@@ -319,6 +319,38 @@ t_stop_kills_stubborn_processes() {
 	assert_eq "$(status_of s1)" "stopped"
 	pd rm s1
 }
+# A box that cannot take part in its stop (its init, or its QEMU, frozen) is killed by the
+# supervisor a little after the stop's time: stop and rm -f hung for ever on it
+t_stop_and_rm_end_a_frozen_box() {
+	local name
+	for name in fz1 fz2; do
+		pd create --workspace none $name >/dev/null
+		local spid c frozen=""
+		spid=$(pd ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='$name'][0]['supervisor_pid'])")
+		if [ "$PD_BACKEND" = vm ]; then
+			frozen=$(pgrep -f "name paddock-$name " | head -1)
+		else
+			for c in $(pgrep -P "$spid"); do
+				grep -Eq '^NSpid:.*[[:space:]]1$' "/proc/$c/status" && frozen=$c
+			done
+		fi
+		[ -n "$frozen" ] || fail "no process of $name to freeze"
+		kill -STOP "$frozen"
+		local t0=$SECONDS st=0
+		if [ $name = fz1 ]; then
+			timeout -s KILL 30 "$PADDOCK" stop -t 1 $name || st=$?
+			assert_eq "$st" 0
+			assert_eq "$(status_of $name)" "stopped"
+		else
+			timeout -s KILL 30 "$PADDOCK" rm -f $name || st=$?
+			assert_eq "$st" 0
+		fi
+		[ $((SECONDS - t0)) -lt 20 ] || fail "ending a frozen box took $((SECONDS - t0)) s"
+		kill -0 "$frozen" 2>/dev/null && fail "the frozen process of $name is still there"
+		pd rm -f $name >/dev/null 2>&1 || true
+	done
+	assert_eq "$(pd ls | tail -n +2)" ""
+}
 t_logs_console_is_for_vm_boxes() {
 	pd_only ns "the refusal is for boxes without a console"
 	pd create lc1 >/dev/null
