@@ -88,7 +88,9 @@ int cmd_exec(int argc, char **argv)
 	int r = parse_exec("exec", argc, argv, &o, &help);
 	if (r == 0 && help)
 		printf("Usage: paddock exec [-e K[=V]] [--user agent|root] [-w DIR] [-t|-T] NAME [--] CMD [ARG...]\n\n"
-		       "Run a command in a running sandbox; exits with its status.\n");
+		       "Run a command in a running sandbox; exits with its status (128+N if killed by\n"
+		       "signal N). Signals to paddock go to the command; a second SIGINT or SIGTERM while\n"
+		       "the sandbox has said nothing since the first stops waiting for it (exit 128+N).\n");
 	if (r || help) {
 		strv_free(o.env);
 		return r;

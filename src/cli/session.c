@@ -91,6 +91,7 @@ struct pump {
 	uint32_t stream;
 	int *start_lock;
 	bool tty, stdin_open, done, sent_gone[2];
+	bool quiet_since_sig;   /* an ending signal went to the box and nothing came back since */
 	int status;
 	pd_err *err;
 	int r;
@@ -108,6 +109,7 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 {
 	int e;
 	const char *msg;
+	p->quiet_since_sig = false;
 	if (f->hdr.stream != p->stream) {
 		p->r = pd_error_msg(p->err, EPROTO, "unexpected frame for stream %u", f->hdr.stream);
 		return;
@@ -191,8 +193,21 @@ static void on_sig(struct pump *p)
 			pump_send(p, PROTO_RESIZE, s, 4);
 			continue;
 		}
+		bool ending = c == SIGINT || c == SIGTERM || c == SIGHUP || c == SIGQUIT;
+		/* a second one while the box has said nothing since the first: it cannot answer (a
+		 * frozen guest, a session not started) — stop waiting for it (the supervisor ends
+		 * the session when this connection goes) */
+		if (ending && p->quiet_since_sig) {
+			restore_tty();
+			fprintf(stderr, "paddock: the sandbox did not answer the signal; gave up waiting for it\n");
+			p->status = 128 + c;
+			p->done = true;
+			return;
+		}
 		proto_put_u32(s, c);
 		pump_send(p, PROTO_SIGNAL, s, 4);
+		if (ending)
+			p->quiet_since_sig = true;
 	}
 }
 

@@ -351,6 +351,27 @@ t_stop_and_rm_end_a_frozen_box() {
 	done
 	assert_eq "$(pd ls | tail -n +2)" ""
 }
+# The first Ctrl-C (SIGINT) of an exec goes to the box; a second one while the box has said
+# nothing since gives up at once (an exec into a frozen box could not be stopped but by
+# SIGKILL), and the session does not outlive it
+t_a_second_signal_to_a_silent_exec_gives_up() {
+	pd create --workspace none sig2 >/dev/null
+	local pid st=0 t0
+	"$PADDOCK" exec sig2 -- sh -c 'trap "" INT; sleep 30' &
+	pid=$!
+	sleep 1
+	kill -INT $pid
+	sleep 0.5
+	kill -0 $pid 2>/dev/null || fail "the first SIGINT ended the exec (the box ignores it)"
+	t0=$SECONDS
+	kill -INT $pid
+	wait $pid || st=$?
+	assert_eq "$st" 130
+	[ $((SECONDS - t0)) -lt 5 ] || fail "giving up took $((SECONDS - t0)) s"
+	for _ in $(seq 50); do pd exec sig2 -- sh -c 'grep -qx sleep /proc/[0-9]*/comm' || break; sleep 0.1; done
+	assert_status 1 pd exec sig2 -- sh -c 'grep -qx sleep /proc/[0-9]*/comm'
+	pd rm -f sig2 >/dev/null
+}
 t_logs_console_is_for_vm_boxes() {
 	pd_only ns "the refusal is for boxes without a console"
 	pd create lc1 >/dev/null
