@@ -116,6 +116,9 @@ int cli_start_box(const char *dir, bool *ret_started, pd_err *err);
 /* $PADDOCK_HOME/journal, the apply journal (ws_apply_opts.journal_dir); NULL when there is
  * no home (every apply then walks its whole tree for leftover temp files). */
 char *cli_apply_journal(void);
+/* Stops the box at dir (its processes get timeout_ms after SIGTERM); with save an ns box's
+ * workspace is saved first (and a save that fails keeps it running unless force). */
+int cli_stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force, pd_err *err);
 /* ws_apply_opts.waiting: says on stderr that another apply to root goes first */
 void cli_apply_waiting(const char *root);
 

@@ -30,7 +30,7 @@ static bool wait_supervisor_gone(const char *dir, int timeout_ms)
  * the supervisor, which takes the box down with it (init dies when its channel closes).
  * save: keep the box's workspace first; when that fails the box keeps running, unless
  * force (its unsaved work is then lost, which is said). */
-static int stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force, pd_err *err)
+int cli_stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force, pd_err *err)
 {
 	struct box_state st;
 	enum box_status now = store_status(dir, &st);
@@ -202,7 +202,7 @@ static int stop_one(const char *name, void *vctx)
 	if (r < 0)
 		return cli_fail(&err);
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
-	r = stop_box(dir, x->timeout_ms, true, x->force, &err);
+	r = cli_stop_box(dir, x->timeout_ms, true, x->force, &err);
 	return r < 0 ? cli_fail(&err) : 0;
 }
 
@@ -241,7 +241,7 @@ static int rm_one(const char *name, void *vctx)
 			pd_error_msg(&err, EBUSY, "sandbox '%s' is running; stop it first or use rm -f", name);
 			return cli_fail(&err);
 		}
-		if ((r = stop_box(dir, 0, false, true, &err)) < 0)
+		if ((r = cli_stop_box(dir, 0, false, true, &err)) < 0)
 			return cli_fail(&err);
 	}
 	r = store_remove(dir, &err);

@@ -547,14 +547,32 @@ int cmd_create(int argc, char **argv)
 		box_spec_free(&o.spec);
 		return cli_usage("create", "%s", err.msg);
 	}
-	r = store_home(&home, &err);
+	/* Ctrl-C or a TERM while the box is made undoes it: the supervisor is detached and
+	 * ignores them, so the box came up running behind a command that reported failure */
+	r = session_catch_signals();
+	if (r < 0)
+		r = pd_error(&err, r, "cannot catch signals");
+	if (r == 0)
+		r = store_home(&home, &err);
 	if (r == 0 && o.image)
 		r = cli_image_for_box(o.image, &o.spec, NULL, &err);
 	_cleanup_free_ char *dir = r == 0 ? store_box_dir(home, o.spec.name) : NULL;
+	if (r == 0 && box_boot_cancel) {
+		box_spec_free(&o.spec);
+		return 128 + box_boot_cancel;
+	}
 	if (r == 0)
 		r = store_create(home, &o.spec, &err);
 	if (r == 0 && (r = supervisor_spawn(dir, &err)) < 0)
 		store_remove(dir, NULL);
+	if (r == 0 && box_boot_cancel) {
+		pd_err gone = {0};
+		(void)cli_stop_box(dir, 0, false, true, &gone);
+		(void)store_remove(dir, NULL);
+		fprintf(stderr, "paddock: interrupted: %s was not created\n", o.spec.name);
+		box_spec_free(&o.spec);
+		return 128 + box_boot_cancel;
+	}
 	if (r == 0)
 		cli_print_copyin_notes(dir);
 	if (r == 0)

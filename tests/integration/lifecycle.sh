@@ -372,6 +372,24 @@ t_a_second_signal_to_a_silent_exec_gives_up() {
 	assert_status 1 pd exec sig2 -- sh -c 'grep -qx sleep /proc/[0-9]*/comm'
 	pd rm -f sig2 >/dev/null
 }
+# create interrupted (Ctrl-C, TERM) either made the box and says so (status 0, its name) or
+# made nothing (128+N): never a running box behind a failure status
+t_an_interrupted_create_is_all_or_nothing() {
+	local d st n=0
+	for d in 0.05 0.2 0.5 1; do
+		n=$((n + 1))
+		st=0
+		timeout --preserve-status -s INT $d "$PADDOCK" create --workspace none ci$n >/dev/null 2>&1 || st=$?
+		if [ "$st" = 0 ]; then
+			assert_eq "$(status_of ci$n)" "running"
+		else
+			assert_eq "$st" 130
+			[ ! -e "$PADDOCK_HOME/boxes/ci$n" ] || fail "an interrupted create (after $d s) left ci$n: $(pd ls)"
+		fi
+		pd rm -f ci$n >/dev/null 2>&1 || true
+	done
+	assert_eq "$(pd ls | tail -n +2)" ""
+}
 t_logs_console_is_for_vm_boxes() {
 	pd_only ns "the refusal is for boxes without a console"
 	pd create lc1 >/dev/null
