@@ -175,9 +175,21 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 			char was[sizeof(err->msg)];
 			snprintf(was, sizeof(was), "%s", err->msg);
 			_cleanup_free_ char *why = vm_box_diagnose(box_dir);
-			for (char *n = why; (n = strchr(n, '\n'));) /* one line: "a; b" */
-				*n = n[1] ? ';' : '\0';
-			pd_error_msg(err, -r, "%s; %s", was, why);
+			/* one line: "a; b" (a trailing newline dropped) */
+			size_t wl = strlen(why);
+			while (wl && why[wl - 1] == '\n')
+				why[--wl] = '\0';
+			_cleanup_free_ char *one = xmalloc(2 * wl + 1);
+			size_t k = 0;
+			for (size_t i = 0; i < wl; i++) {
+				if (why[i] == '\n') {
+					one[k++] = ';';
+					one[k++] = ' ';
+				} else
+					one[k++] = why[i];
+			}
+			one[k] = '\0';
+			pd_error_msg(err, -r, "%s; %s", was, one);
 		}
 		return r;
 	}

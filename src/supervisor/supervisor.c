@@ -572,5 +572,14 @@ int supervisor_spawn(const char *box_dir, pd_err *err)
 		char *sp = strchr(buf, ' ');
 		return pd_error_msg(err, atoi(buf + 1), "%s", sp ? sp + 1 : "supervisor failed");
 	}
-	return pd_error_msg(err, EIO, "the supervisor died during start; see %s/supervisor.log", box_dir);
+	/* the caller removes a box that did not start, its log with it: the log's last line here */
+	_cleanup_free_ char *logp = xasprintf("%s/supervisor.log", box_dir), *log = NULL;
+	size_t ll = 0;
+	if (read_file_at(AT_FDCWD, logp, 1u << 20, &log, &ll) == 0 && ll) {
+		while (ll && (log[ll - 1] == '\n' || log[ll - 1] == '\0'))
+			log[--ll] = '\0';
+		const char *last = memrchr(log, '\n', ll);
+		return pd_error_msg(err, EIO, "the supervisor died during start; its log ended: %s", last ? last + 1 : log);
+	}
+	return pd_error_msg(err, EIO, "the supervisor died during start (it logged nothing)");
 }

@@ -78,7 +78,8 @@ char *vm_box_diagnose(const char *state_dir)
 	size_t ql = 0, cl = 0;
 	_cleanup_free_ char *q = read_tail(state_dir, "qemu.log", &ql), *c = read_tail(state_dir, VM_CONSOLE_FILE, &cl);
 	_cleanup_free_ char *qt = vm_console_tail(q ? q : "", ql, 3, 600), *ct = vm_console_explain(c ? c : "", cl, 8, 1200);
-	return xasprintf("QEMU said: %s\nguest console:\n%s", qt[0] ? qt : "(nothing)", ct[0] ? ct : "(nothing)");
+	return xasprintf("QEMU said: %s\nguest console:%s%s", qt[0] ? qt : "(nothing)", ct[0] ? "\n" : " ",
+			 ct[0] ? ct : "(nothing)");
 }
 
 /* ---- the capped console files ---------------------------------------------------------- */
