@@ -529,6 +529,11 @@ static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
 	} else if (q.form != EGRESS_HTTP_ORIGIN || !streq(q.host, c->name)) {
 		refuse(c, q.form == EGRESS_HTTP_ORIGIN ? "host-mismatch" : "not-origin-form");
 		return -1;
+	} else if (q.port && q.port != c->port) {
+		/* "Host: name:9999" on a connection to name:80: a front that routes by Host and port
+		 * would take it elsewhere (the proxy refuses the same) */
+		refuse(c, "host-port-mismatch");
+		return -1;
 	}
 	if (q.chunked) {
 		refuse(c, "chunked-request-body");

@@ -324,7 +324,7 @@ static const char *check_host_header(const struct egress_httpreq_state *s,
 	}
 	char host[EGRESS_NAME_MAX + 1];
 	uint16_t port = 0;
-	uint16_t defport = req->form == EGRESS_HTTP_CONNECT ? req->port : 80;
+	uint16_t defport = req->form == EGRESS_HTTP_CONNECT ? req->port : req->form == EGRESS_HTTP_ORIGIN ? 0 : 80;
 	const char *why = parse_hostport(s->buf + s->host_off, s->host_len, defport, host, &port);
 	if (why)
 		return why;

@@ -38,8 +38,9 @@ struct egress_httpreq {
 	const char *method;            /* static, e.g. "GET" */
 	unsigned http_major, http_minor;
 	char host[EGRESS_NAME_MAX + 1]; /* canonical (name.h) */
-	uint16_t port;                  /* origin-form: from Host, default 80 — the transparent
-					 * path compares host only and keeps its own port */
+	uint16_t port;                  /* origin-form: the Host header's port, 0 when it gives
+					 * none — the transparent path keeps the connection's port
+					 * and refuses a Host that names another */
 	size_t head_len;                /* bytes of the head including the final CRLF CRLF */
 	size_t path_off, path_len;      /* the target to send upstream in origin-form, in buf:
 					 * empty means "/", one starting with '?' needs a "/"

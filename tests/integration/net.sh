@@ -290,6 +290,9 @@ t_transparent_refusal_answers_403_with_the_reason() {
 	out=$(pd_run $(allow_up) -- curl -sS -m 5 -i --noproxy '*' -H 'Host: other.test' http://up.test:$HTTP_PORT/ 2>&1 || true)
 	assert_contains "$out" "HTTP/1.1 403"
 	assert_contains "$out" "X-Paddock-Reason: host-mismatch"
+	# the Host's port too, when it names one (a front routing by host and port)
+	out=$(pd_run $(allow_up) -- curl -sS -m 5 -i --noproxy '*' -H 'Host: up.test:9' http://up.test:$HTTP_PORT/ 2>&1 || true)
+	assert_contains "$out" "X-Paddock-Reason: host-port-mismatch"
 }
 # A rule taken away applies to what is open too: a keep-alive connection to the host that
 # was allowed is closed when the deny arrives, and logged as refused by it
