@@ -88,6 +88,26 @@ static int list(const char *box, const char *path, pd_err *err)
 	return 0;
 }
 
+/* A global change reaches the boxes whose supervisors read this file: say which running
+ * ones read another (started with another XDG_CONFIG_HOME or HOME), where it does not. */
+static void note_other_globals(const char *path)
+{
+	_cleanup_free_ char *home = NULL;
+	_cleanup_strv_ char **names = NULL;
+	if (store_home(&home, NULL) < 0 || store_list(home, &names, NULL) < 0)
+		return;
+	for (char **nm = names; nm && *nm; nm++) {
+		_cleanup_free_ char *dir = store_box_dir(home, *nm), *rec = xasprintf("%s/policy.global", dir), *got = NULL;
+		size_t len = 0;
+		if (store_status(dir, NULL) != BOX_STATUS_RUNNING || read_file_at(AT_FDCWD, rec, PATH_MAX, &got, &len) < 0)
+			continue;
+		while (len && got[len - 1] == '\n')
+			got[--len] = '\0';
+		if (!streq(got, path))
+			fprintf(stderr, "paddock: note: %s follows %s, not this file: the change does not reach it\n", *nm, got);
+	}
+}
+
 int cmd_policy(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -175,5 +195,9 @@ int cmd_policy(int argc, char **argv)
 		if (egress_policy_add(t, rule, streq(verb, "deny"), &err) < 0)
 			return cli_usage("policy", "%s", err.msg);
 	}
-	return edit(verb, path, rule, &err) < 0 ? cli_fail(&err) : 0;
+	if (edit(verb, path, rule, &err) < 0)
+		return cli_fail(&err);
+	if (!dir)
+		note_other_globals(path);
+	return 0;
 }

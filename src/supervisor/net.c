@@ -90,6 +90,22 @@ char *sup_net_global_policy_path(void)
 
 /* --- policy ---------------------------------------------------------------------------- */
 
+/* The global file a box's supervisor reads: the one its environment named when it started
+ * (recorded in BOX_DIR/policy.global), so `policy ls --sandbox` from another environment
+ * shows what the box runs with; the caller's own when nothing is recorded. */
+static char *box_global_path(const char *box_dir)
+{
+	_cleanup_free_ char *rec = xasprintf("%s/policy.global", box_dir), *buf = NULL;
+	size_t len = 0;
+	if (read_file_at(AT_FDCWD, rec, PATH_MAX, &buf, &len) == 0 && len > 1 && buf[0] == '/' &&
+	    !memchr(buf, '\0', len)) {
+		while (len && buf[len - 1] == '\n')
+			buf[--len] = '\0';
+		return xstrndup(buf, len);
+	}
+	return sup_net_global_policy_path();
+}
+
 static int add_file(struct egress_policy *p, const char *path, pd_err *err)
 {
 	_cleanup_free_ char *text = NULL;
@@ -106,7 +122,7 @@ int sup_net_load_policy(const struct box_spec *spec, const char *box_dir, struct
 			pd_err *err)
 {
 	_cleanup_policy_ struct egress_policy *p = egress_policy_new();
-	_cleanup_free_ char *g = sup_net_global_policy_path();
+	_cleanup_free_ char *g = box_global_path(box_dir);
 	_cleanup_free_ char *b = xasprintf("%s/policy", box_dir);
 	int r = egress_policy_preset(p, spec->net.preset ? spec->net.preset : "none", err);
 	for (char **a = spec->net.allow; r == 0 && a && *a; a++)
@@ -600,6 +616,10 @@ int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const s
 	n->box_dir = xstrdup(box_dir);
 	n->global_path = sup_net_global_policy_path();
 	n->box_path = xasprintf("%s/policy", box_dir);
+	{ /* which global file this box follows, for `policy ls --sandbox` from elsewhere */
+		_cleanup_free_ char *rec = xasprintf("%s/policy.global", box_dir), *line = xasprintf("%s\n", n->global_path);
+		(void)write_file_atomic_at(AT_FDCWD, rec, line, strlen(line), 0600);
+	}
 	n->pfd = xcalloc(NET_POLL_MAX, sizeof(*n->pfd));
 	n->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	int r = n->wake < 0 ? pd_error(err, errno, "cannot create an eventfd") : 0;

@@ -138,6 +138,22 @@ t_global_policy_applies_live() {
 	assert_eq "$(pd exec glob -- $CURL http://up.test:$HTTP_PORT/g)" "hello from http /g"
 	pd rm -f glob >/dev/null
 }
+# A box follows the global policy file its environment named when it started: policy ls
+# --sandbox shows that file's rules whatever the caller's environment, and a global change
+# made in another environment says which running boxes it does not reach
+t_a_box_follows_the_global_file_it_started_with() {
+	local a=$PADDOCK_HOME/cfg-a b=$PADDOCK_HOME/cfg-b out
+	mkdir -p "$a/paddock" "$b/paddock"
+	echo "allow from-a.test" >"$a/paddock/policy"
+	echo "allow from-b.test" >"$b/paddock/policy"
+	XDG_CONFIG_HOME=$a pd create --workspace none globa >/dev/null
+	out=$(XDG_CONFIG_HOME=$b pd policy ls --sandbox globa)
+	assert_contains "$out" "from-a.test"
+	assert_not_contains "$out" "from-b.test"
+	out=$(XDG_CONFIG_HOME=$b pd policy allow other.test 2>&1)
+	assert_contains "$out" "globa follows $a/paddock/policy, not this file"
+	pd rm -f globa >/dev/null
+}
 t_audit_lines_are_exact() {
 	pd create $(allow_up) aud >/dev/null
 	pd exec aud -- $CURL --noproxy '*' http://up.test:$HTTP_PORT/a >/dev/null
