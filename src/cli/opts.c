@@ -228,13 +228,13 @@ static const char *home_at_or_below(const char *dir, char *buf, size_t n)
 			return buf;
 	/* and every other person's (root may copy any directory; a home elsewhere than /home
 	 * counts too): the uids login.defs gives people by default, not the system's accounts,
-	 * whose "homes" (/var/www, /var/lib/…) are ordinary projects */
+	 * whose "homes" (/var/www, /var/lib/…) are ordinary projects. /etc/passwd itself, not an
+	 * NSS enumeration: that walks whole directories (LDAP, systemd's userdb) at every run. */
 	const char *found = NULL;
-	setpwent();
-	while (!found && (pw = getpwent()))
+	_cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
+	while (f && !found && (pw = fgetpwent(f)))
 		if (pw->pw_uid >= 1000 && pw->pw_uid < 65534 && home_is_at_or_below(pw->pw_dir, dir, buf, n))
 			found = buf;
-	endpwent();
 	return found;
 }
 
