@@ -3,6 +3,7 @@
  * per DNS answer and connection; shown as a table unless --json). */
 #include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "egress/audit.h"
@@ -139,6 +140,16 @@ int cmd_logs(int argc, char **argv)
 	while (follow && store_status(dir, NULL) == BOX_STATUS_RUNNING) {
 		usleep(200000);
 		table ? copy_audit(fd, pend, &plen, 65536) : copy_out(fd);
+		/* rotated away (net.log is net.log.1 now): the rest of the old file, then the new */
+		struct stat a, b;
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && (a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
+			int nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			if (nfd >= 0) {
+				table ? copy_audit(fd, pend, &plen, 65536) : copy_out(fd);
+				close(fd);
+				fd = nfd;
+			}
+		}
 	}
 	return 0;
 }

@@ -92,6 +92,7 @@ struct pump {
 	int *start_lock;
 	bool tty, stdin_open, done, sent_gone[2];
 	bool quiet_since_sig;   /* an ending signal went to the box and nothing came back since */
+	int64_t sig_at;         /* when that signal went */
 	int status;
 	pd_err *err;
 	int r;
@@ -194,20 +195,23 @@ static void on_sig(struct pump *p)
 			continue;
 		}
 		bool ending = c == SIGINT || c == SIGTERM || c == SIGHUP || c == SIGQUIT;
-		/* a second one while the box has said nothing since the first: it cannot answer (a
-		 * frozen guest, a session not started) — stop waiting for it (the supervisor ends
-		 * the session when this connection goes) */
-		if (ending && p->quiet_since_sig) {
+		proto_put_u32(s, c);
+		pump_send(p, PROTO_SIGNAL, s, 4); /* the second one too: a program may want it */
+		/* a second one, a second or more after the first, while the box has said nothing
+		 * since: it cannot answer (a frozen guest, a session not started) — stop waiting for
+		 * it (the supervisor ends the session when this connection goes). Two at once (a
+		 * TERM and a HUP from a service manager) are not that. */
+		if (ending && p->quiet_since_sig && mono_ms() - p->sig_at >= 1000) {
 			restore_tty();
 			fprintf(stderr, "paddock: the sandbox did not answer the signal; gave up waiting for it\n");
 			p->status = 128 + c;
 			p->done = true;
 			return;
 		}
-		proto_put_u32(s, c);
-		pump_send(p, PROTO_SIGNAL, s, 4);
-		if (ending)
+		if (ending && !p->quiet_since_sig) {
 			p->quiet_since_sig = true;
+			p->sig_at = mono_ms();
+		}
 	}
 }
 

@@ -117,6 +117,12 @@ void egress_audit_flush(struct egress_audit *a)
 	append(a, &s);
 }
 
+void egress_audit_tick(struct egress_audit *a)
+{
+	if (a && a->dropped && mono_ms() / 1000 != a->second)
+		egress_audit_flush(a);
+}
+
 void egress_audit_write(struct egress_audit *a, const struct egress_audit_rec *r)
 {
 	if (!a)
@@ -129,6 +135,14 @@ void egress_audit_write(struct egress_audit *a, const struct egress_audit_rec *r
 	}
 	if (r->box)
 		snprintf(a->box, sizeof(a->box), "%s", r->box);
+	/* a connection that was let through and carried bytes is always written: a flood of
+	 * DNS questions or refusals must not hide the one connection that mattered */
+	bool exempt = r->verdict && streq(r->verdict, "allow") && r->kind && !streq(r->kind, "dns") &&
+		      (r->bytes_up || r->bytes_down);
+	if (exempt) {
+		append(a, r);
+		return;
+	}
 	if (a->in_second >= EGRESS_AUDIT_RATE) {
 		a->dropped++;
 		return;

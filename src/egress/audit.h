@@ -10,7 +10,8 @@
  * (EGRESS_AUDIT_KEEP). The box decides how many lines there are: past EGRESS_AUDIT_RATE
  * lines in one second the rest of that second's are counted, not written, and one line of
  * kind "audit" (reason "rate-limited: N lines not written") says so — a flood of denied
- * names pushed a box's earlier lines out of the log in seconds. */
+ * names pushed a box's earlier lines out of the log in seconds. An allowed connection that
+ * carried bytes is always written. */
 #pragma once
 
 #include <stdint.h>
@@ -40,3 +41,6 @@ void egress_audit_close(struct egress_audit *a);
 void egress_audit_write(struct egress_audit *a, const struct egress_audit_rec *r);
 /* Writes the rate limit's pending summary line, if any (a box going away). */
 void egress_audit_flush(struct egress_audit *a);
+/* The summary of a second that has ended, without waiting for the next line (called by the
+ * network thread at least once a second). */
+void egress_audit_tick(struct egress_audit *a);

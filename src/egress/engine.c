@@ -323,7 +323,8 @@ static void refuse(struct conn *c, const char *reason)
 	if ((c->kind == EGRESS_CONN_PROXY && !c->connected) || http_first) {
 		size_t n;
 		/* the policy allowed it and the upstream side failed: 502, not a refusal */
-		bool upstream = (c->kind == EGRESS_CONN_PROXY && (c->state == S_DIAL || c->resolving)) ||
+		bool denied = startswith(reason, "denied");
+		bool upstream = (c->kind == EGRESS_CONN_PROXY && (c->state == S_DIAL || c->resolving) && !denied) ||
 				streq(reason, "connect-failed") || streq(reason, "connect-timeout") ||
 				streq(reason, "socket-failed") || startswith(reason, "resolve");
 		_cleanup_free_ char *resp = egress_http_response(upstream ? 502 : 403, reason, &n);
@@ -541,6 +542,8 @@ static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
 	}
 	(void)e, (void)first;
 	c->nreq++;
+	if (c->state == S_RELAY)
+		c->deadline = 0; /* the next head gets its own time (relay_deadline) */
 	c->up_ok += q.head_len;
 	c->body_left = q.content_length > 0 ? q.content_length : 0;
 	c->in_body = true;
@@ -602,19 +605,43 @@ static bool ascii_alpha(uint8_t b) { return (b >= 'A' && b <= 'Z') || (b >= 'a' 
  * a server could read as a request would let the box pick another Host (a leading space or
  * a lowercase method was relayed unchecked on non-web ports and after an Upgrade). So much
  * whitespace that only a parser can tell counts as HTTP (and the head timeout ends it). */
+#define LOOKS_LINE_MAX 8192
+
+/* RFC 9110 tchar: what a method may be made of (Go's server takes any token as a method,
+ * nginx takes '_' and '-') */
+static bool tchar(uint8_t b)
+{
+	return ascii_alpha(b) || (b >= '0' && b <= '9') || (b && strchr("!#$%&'*+-.^_`|~", b));
+}
+
 static int looks_http(const uint8_t *d, size_t len)
 {
 	size_t k = 0;
 	while (k < len && http_space(d[k]))
 		if (++k >= LEADING_EMPTY_MAX)
 			return 1;
-	for (size_t i = k; i < len && i < k + 12; i++) {
-		if (d[i] == ' ' || d[i] == '\t')
-			return i >= k + 3 ? 1 : -1;
-		if (!ascii_alpha(d[i]))
-			return -1;
+	size_t i = k;
+	bool letters = true;
+	for (; i < len && tchar(d[i]); i++) {
+		letters = letters && ascii_alpha(d[i]);
+		if (i - k >= LOOKS_LINE_MAX)
+			return 1; /* a token that long only a parser can judge */
 	}
-	return len < k + 12 ? 0 : -1;
+	if (i == len)
+		return 0;
+	if (i == k || (d[i] != ' ' && d[i] != '\t'))
+		return -1; /* not "TOKEN SP …": another protocol */
+	if (letters && i - k >= 3 && i - k <= 11)
+		return 1; /* a method as servers know them: at once */
+	/* another token ("X_Y", "M-SEARCH", "SSH-2.0-OpenSSH_9.2p1 Debian"): a request line only
+	 * if the line names an HTTP version after whitespace — SSH's banner does not */
+	for (size_t j = i; j < len && j < k + LOOKS_LINE_MAX; j++) {
+		if (d[j] == '\n')
+			return -1;
+		if (j + 5 <= len && (d[j - 1] == ' ' || d[j - 1] == '\t') && memcmp(d + j, "HTTP/", 5) == 0)
+			return 1;
+	}
+	return len >= k + LOOKS_LINE_MAX ? 1 : 0;
 }
 
 /* Empty lines (CRLF) before a request head: servers skip them (RFC 9112 2.2), the strict
@@ -849,10 +876,14 @@ static void box_bytes(struct egress_engine *e, struct conn *c)
 			start_dial(e, c);
 		return;
 	}
-	if (c->mode == M_HTTP)
-		advance_http(e, c);
-	else
+	if (c->mode == M_HTTP) {
+		/* a first head that arrived in pieces: classified at its first bytes, complete
+		 * now — dialled now (it waited for ever) */
+		if (advance_http(e, c) > 0 && c->state == S_HEAD && c->up_ok > 0)
+			start_dial(e, c);
+	} else {
 		c->up_ok = c->up.len;
+	}
 }
 
 static void on_box(struct egress_engine *e, struct conn *c, short rev)
@@ -904,7 +935,8 @@ static void relay_deadline(struct conn *c, int64_t now)
 {
 	if (c->state != S_RELAY || c->kind == EGRESS_CONN_DNS)
 		return;
-	bool open_head = c->up_ok < c->up.len;
+	/* a full buffer is ours to drain (the upstream reads slowly), not the box's delay */
+	bool open_head = c->up_ok < c->up.len && buf_room(&c->up) > 0;
 	c->deadline = !open_head ? 0 : c->deadline ? c->deadline : now + EGRESS_HEAD_TIMEOUT_MS;
 }
 

@@ -56,12 +56,17 @@ static void test_rate_and_rotation(void **state)
 	int64_t t0 = mono_ms();
 	for (int i = 0; i < 3 * EGRESS_AUDIT_RATE; i++)
 		egress_audit_write(a, &r);
+	/* past the limit, a connection that was let through and carried bytes is still written */
+	struct egress_audit_rec conn = {.time_ms = 1, .box = "b", .kind = "tcp", .name = "exfil.allowed.test",
+					.port = 443, .rule = "x", .verdict = "allow", .bytes_up = 5};
+	egress_audit_write(a, &conn);
 	bool same_second = mono_ms() / 1000 == t0 / 1000;
 	egress_audit_close(a);
 	if (same_second) { /* (a run that crossed a second boundary wrote more: not judged) */
 		assert_int_equal(count_lines(path, "x.evil.test"), EGRESS_AUDIT_RATE);
 		assert_int_equal(count_lines(path, "rate-limited: 1000 lines not written"), 1);
 	}
+	assert_int_equal(count_lines(path, "exfil.allowed.test"), 1);
 	/* rotation: files .1 .. .KEEP and never .KEEP+1 */
 	for (int g = 0; g < EGRESS_AUDIT_KEEP + 2; g++) {
 		assert_int_equal(egress_audit_open(path, &a), 0);

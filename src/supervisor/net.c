@@ -431,6 +431,7 @@ static void *net_thread(void *arg)
 			if (n->pfd[lbase + i].revents & POLLIN)
 				accept_all(n, &n->lst[i]);
 		egress_engine_dispatch(n->engine, n->pfd);
+		egress_audit_tick(n->audit);
 		/* slirp connected to a listener during this round: accept right away */
 		for (size_t i = 0; n->slirp_connected && i < n->n_lst; i++)
 			accept_all(n, &n->lst[i]);

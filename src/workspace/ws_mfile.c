@@ -46,8 +46,11 @@ static void put_entry(FILE *f, const struct ws_entry *e)
 static int write_all_entries(int fd, const struct ws_manifest *m, bool durable)
 {
 	FILE *f = fdopen(fd, "w");
-	if (!f)
-		return -errno;
+	if (!f) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
 	fprintf(f, "%s\n", MFILE_MAGIC);
 	for (size_t i = 0; i < m->n; i++)
 		put_entry(f, &m->v[i]);
@@ -237,8 +240,11 @@ int ws_manifest_load(int dirfd, const char *name, const struct ws_limits *lim,
 static int write_notes(int fd, const struct ws_notes *n)
 {
 	FILE *f = fdopen(fd, "w");
-	if (!f)
-		return -errno;
+	if (!f) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
 	fprintf(f, "%s\n", NFILE_MAGIC);
 	for (size_t i = 0; i < n->n; i++) {
 		_cleanup_free_ char *path = xstrndup(n->v[i].path ? n->v[i].path : "", WS_NOTE_PATH_MAX);

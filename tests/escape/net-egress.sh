@@ -360,13 +360,17 @@ send(b' GET /fronted1 HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n')
 send(b'\t get /fronted2 HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n')
 send(b'GET /a HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
      b' GET /fronted3 HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n')
+# any token is a method to some server (Go's takes them all, nginx '_' and '-')
+send(b'X_Y /fronted5 HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n')
+send(b'GET /b HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n',
+     b'M-SEARCH /fronted6 HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n')
 " >/dev/null
 	local out
 	out=$(proxy_send "b'GET http://up.test:$HTTP_PORT/b HTTP/1.1\r\nHost: up.test:$HTTP_PORT\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n GET /fronted4 HTTP/1.1\r\nHost: evil.test\r\n\r\n'")
 	sleep 0.3
 	assert_not_contains "$(net_uplog http)" "fronted"
 	assert_not_contains "$(net_uplog http)" "evil.test"
-	assert_eq "$(net_audit esp | grep -c '"kind":"tcp".*"verdict":"deny"')" 3
+	assert_eq "$(net_audit esp | grep -c '"kind":"tcp".*"verdict":"deny"')" 5
 	pd rm -f esp >/dev/null
 }
 # A first message begun and never finished is refused and logged (it held a connection and

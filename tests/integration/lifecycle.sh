@@ -361,7 +361,7 @@ t_a_second_signal_to_a_silent_exec_gives_up() {
 	pid=$!
 	sleep 1
 	kill -INT $pid
-	sleep 0.5
+	sleep 1.2
 	kill -0 $pid 2>/dev/null || fail "the first SIGINT ended the exec (the box ignores it)"
 	t0=$SECONDS
 	kill -INT $pid

@@ -52,6 +52,15 @@ import socket,sys
 s=socket.create_connection((\"echo.test\", $ECHO_PORT), 5); s.sendall(b\"ping\\n\"); print(s.recv(10).decode().strip())'")
 	assert_eq "$out" "ping"
 	assert_contains "$(net_uplog echo)" "connect"
+	# a banner shaped "TOKEN SP ..." that names no HTTP version is another protocol (ssh's)
+	cat >"$PADDOCK_HOME/banner.py" <<EOF2
+import socket
+s = socket.create_connection(("echo.test", $ECHO_PORT), 5)
+s.sendall(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")
+print(s.recv(100).decode().strip())
+EOF2
+	out=$(pd_run $(allow_up) -- python3 -c "$(cat "$PADDOCK_HOME/banner.py")")
+	assert_eq "$out" "SSH-2.0-OpenSSH_9.2p1 Debian-2"
 }
 # 8 MiB downloads (a connection past 256 KiB is spliced through a pipe), transparent and
 # through the proxy's CONNECT tunnel: every byte arrives, in order
@@ -153,6 +162,36 @@ t_a_box_follows_the_global_file_it_started_with() {
 	out=$(XDG_CONFIG_HOME=$b pd policy allow other.test 2>&1)
 	assert_contains "$out" "globa follows $a/paddock/policy, not this file"
 	pd rm -f globa >/dev/null
+}
+# A plain HTTP request to port 80 whose head arrives in pieces (a big cookie, two send()s)
+# is dialled once it is complete: classified at its first bytes, it waited for ever
+t_a_head_in_pieces_on_port_80_goes_through() {
+	if [ "$(id -u)" != 0 ] || ss -Hltn 'sport = :80' | grep -q .; then
+		echo "skip: needs root and a free port 80 on the host's loopback"
+		exit 77
+	fi
+	local srv=$PADDOCK_HOME/p80
+	mkdir -p "$srv" && echo port80 >"$srv/index.html"
+	python3 -m http.server 80 --bind 127.0.0.3 --directory "$srv" >/dev/null 2>&1 &
+	local pid=$!
+	for _ in $(seq 50); do ss -Hltn 'sport = :80' | grep -q . && break; sleep 0.1; done
+	local out
+	out=$(pd_run --allow p80.test --resolve p80.test=127.0.0.3 -- python3 -c "
+import socket, time
+s = socket.create_connection(('p80.test', 80), 5)
+s.sendall(b'GET /index.html HTTP/1.1\r\nHost: p80.test\r\n')
+time.sleep(0.5)
+s.sendall(b'X-Big: ' + b'a' * 3000 + b'\r\nConnection: close\r\n\r\n')
+s.settimeout(5)
+d = b''
+while True:
+    x = s.recv(4096)
+    if not x: break
+    d += x
+print(d.split(b'\r\n\r\n', 1)[-1].decode().strip())
+" 2>&1)
+	kill $pid 2>/dev/null; wait $pid 2>/dev/null || true
+	assert_eq "$out" "port80"
 }
 t_audit_lines_are_exact() {
 	pd create $(allow_up) aud >/dev/null
