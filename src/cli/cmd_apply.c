@@ -39,13 +39,15 @@ static int parse(int argc, char **argv, struct apply_args *a)
 		case 'm': a->mount = optarg; break;
 		case 'x': a->allow_exec = strv_append(a->allow_exec, optarg); break;
 		case 'h':
-			printf("Usage: paddock apply [--dry-run] [--force] [--allow-exec-paths PATH]... [--mount BOXPATH] NAME [PATH...]\n"
+			printf("Usage: paddock apply [--dry-run] [--force] [--fresh] [--allow-exec-paths PATH]... [--mount BOXPATH] NAME [PATH...]\n"
 			       "       paddock apply --branch[=BRANCH] [--uncommitted] NAME\n\n"
 			       "Write the sandbox's changes into the host project: exactly what the last 'paddock diff'\n"
 			       "showed (--fresh takes a new snapshot instead). A host file changed since the copy-in is a\n"
 			       "conflict and is left alone unless --force. Paths that make the host run code are skipped\n"
 			       "unless named with --allow-exec-paths. Each file is replaced atomically; re-running an\n"
-			       "interrupted apply completes it. Exit status 1 when anything was not applied.\n\n"
+			       "interrupted apply completes it. Exit status 1 when anything was not applied.\n"
+			       "PATHs name the project's entries from its root (src/x.c, ./src/, /workspace/src) or by\n"
+			       "their absolute host path; not from the current directory.\n\n"
 			       "--mount BOXPATH: a profile's read-write mount that a vm sandbox got as a copy goes back\n"
 			       "to its host directory the same way (what 'paddock diff --mount BOXPATH' showed).\n\n"
 			       "--branch: for git projects, the sandbox's commits (and with --uncommitted its uncommitted\n"
