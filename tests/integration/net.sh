@@ -363,11 +363,12 @@ def req(p):
     except Exception:
         print(p, 'closed', flush=True)
 req('/before')
-time.sleep(4)
+time.sleep(6)
 req('/after')
 " >"$PADDOCK_HOME/livec.out" &
 	local pid=$!
-	sleep 1.5
+	# the deny goes once the first request is answered (a vm box takes seconds to get there)
+	for _ in $(seq 300); do grep -q /before "$PADDOCK_HOME/livec.out" 2>/dev/null && break; sleep 0.1; done
 	pd policy deny up.test:$HTTP_PORT --sandbox livec
 	wait $pid || true
 	assert_eq "$(cat "$PADDOCK_HOME/livec.out")" "/before answered
