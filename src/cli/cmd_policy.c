@@ -97,13 +97,11 @@ static void note_other_globals(const char *path)
 	if (store_home(&home, NULL) < 0 || store_list(home, &names, NULL) < 0)
 		return;
 	for (char **nm = names; nm && *nm; nm++) {
-		_cleanup_free_ char *dir = store_box_dir(home, *nm), *rec = xasprintf("%s/policy.global", dir), *got = NULL;
-		size_t len = 0;
-		if (store_status(dir, NULL) != BOX_STATUS_RUNNING || read_file_at(AT_FDCWD, rec, PATH_MAX, &got, &len) < 0)
+		_cleanup_free_ char *dir = store_box_dir(home, *nm);
+		if (store_status(dir, NULL) != BOX_STATUS_RUNNING)
 			continue;
-		while (len && got[len - 1] == '\n')
-			got[--len] = '\0';
-		if (!streq(got, path))
+		_cleanup_free_ char *got = sup_net_box_global_record(dir);
+		if (got && !streq(got, path))
 			fprintf(stderr, "paddock: note: %s follows %s, not this file: the change does not reach it\n", *nm, got);
 	}
 }

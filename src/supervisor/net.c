@@ -93,17 +93,21 @@ char *sup_net_global_policy_path(void)
 /* The global file a box's supervisor reads: the one its environment named when it started
  * (recorded in BOX_DIR/policy.global), so `policy ls --sandbox` from another environment
  * shows what the box runs with; the caller's own when nothing is recorded. */
-static char *box_global_path(const char *box_dir)
+char *sup_net_box_global_record(const char *box_dir)
 {
 	_cleanup_free_ char *rec = xasprintf("%s/policy.global", box_dir), *buf = NULL;
 	size_t len = 0;
-	if (read_file_at(AT_FDCWD, rec, PATH_MAX, &buf, &len) == 0 && len > 1 && buf[0] == '/' &&
-	    !memchr(buf, '\0', len)) {
-		while (len && buf[len - 1] == '\n')
-			buf[--len] = '\0';
-		return xstrndup(buf, len);
-	}
-	return sup_net_global_policy_path();
+	if (read_file_at(AT_FDCWD, rec, PATH_MAX, &buf, &len) < 0 || len < 2 || buf[0] != '/' || memchr(buf, '\0', len))
+		return NULL;
+	while (len && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	return xstrndup(buf, len);
+}
+
+static char *box_global_path(const char *box_dir)
+{
+	char *p = sup_net_box_global_record(box_dir);
+	return p ? p : sup_net_global_policy_path();
 }
 
 static int add_file(struct egress_policy *p, const char *path, pd_err *err)

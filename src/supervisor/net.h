@@ -51,6 +51,9 @@ int sup_net_stop_keep_link(struct sup_net *n);
  * https_proxy (the explicit proxy) and NO_PROXY/no_proxy=localhost,127.0.0.1. */
 char **sup_net_proxy_env(char **env);
 
+/* The global policy file the box's supervisor follows (BOX_DIR/policy.global), or NULL when
+ * none is recorded; malloc'd. */
+char *sup_net_box_global_record(const char *box_dir);
 /* $XDG_CONFIG_HOME/paddock/policy (or ~/.config/paddock/policy); malloc'd. */
 char *sup_net_global_policy_path(void);
 /* The policy a box runs with now (spec + global file + box file). */

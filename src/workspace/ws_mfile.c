@@ -43,39 +43,46 @@ static void put_entry(FILE *f, const struct ws_entry *e)
 	fputc('\n', f);
 }
 
-static int write_all_entries(int fd, const struct ws_manifest *m, bool durable)
+static void put_manifest(FILE *f, const void *what)
 {
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
+	const struct ws_manifest *m = what;
 	fprintf(f, "%s\n", MFILE_MAGIC);
 	for (size_t i = 0; i < m->n; i++)
 		put_entry(f, &m->v[i]);
-	int r = 0;
-	if (fflush(f) != 0 || ferror(f) || (durable && fsync(fd) != 0))
-		r = errno ? -errno : -EIO;
-	if (fclose(f) != 0 && r == 0)
-		r = -errno;
-	return r;
 }
 
-static int save(const struct ws_manifest *m, int dirfd, const char *name, bool durable, pd_err *err)
+/* dirfd/name written by put through a temp file (fsynced when durable) renamed over it; what
+ * ("manifest", "notes") names it in errors. */
+static int save_file(int dirfd, const char *name, const char *what_name, void (*put)(FILE *, const void *),
+		     const void *what, bool durable, pd_err *err)
 {
 	char tmp[WS_TMP_NAME_MAX];
 	int fd, r = ws_tmpfile_at(dirfd, tmp, &fd);
 	if (r < 0)
-		return pd_error(err, r, "cannot create manifest file beside %s", name);
-	r = write_all_entries(fd, m, durable); /* closes fd */
+		return pd_error(err, r, "cannot create %s file beside %s", what_name, name);
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		r = -errno;
+		close(fd);
+	} else {
+		put(f, what);
+		if (fflush(f) != 0 || ferror(f) || (durable && fsync(fd) != 0))
+			r = errno ? -errno : -EIO;
+		if (fclose(f) != 0 && r == 0)
+			r = -errno;
+	}
 	if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
 		r = -errno;
 	if (r < 0) {
 		unlinkat(dirfd, tmp, 0);
-		return pd_error(err, r, "cannot write manifest %s", name);
+		return pd_error(err, r, "cannot write %s %s", what_name, name);
 	}
 	return 0;
+}
+
+static int save(const struct ws_manifest *m, int dirfd, const char *name, bool durable, pd_err *err)
+{
+	return save_file(dirfd, name, "manifest", put_manifest, m, durable, err);
 }
 
 int ws_manifest_save(const struct ws_manifest *m, int dirfd, const char *name, pd_err *err)
@@ -237,14 +244,9 @@ int ws_manifest_load(int dirfd, const char *name, const struct ws_limits *lim,
 #define WS_NOTE_PATH_MAX 4096
 #define NFILE_LINE_MAX (2 * 4 * WS_NOTE_PATH_MAX + 64)
 
-static int write_notes(int fd, const struct ws_notes *n)
+static void put_notes(FILE *f, const void *what)
 {
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
+	const struct ws_notes *n = what;
 	fprintf(f, "%s\n", NFILE_MAGIC);
 	for (size_t i = 0; i < n->n; i++) {
 		_cleanup_free_ char *path = xstrndup(n->v[i].path ? n->v[i].path : "", WS_NOTE_PATH_MAX);
@@ -258,25 +260,11 @@ static int write_notes(int fd, const struct ws_notes *n)
 		fputc('\n', f);
 	}
 	fprintf(f, "dropped %zu\n", n->dropped);
-	int r = fflush(f) != 0 || ferror(f) ? (errno ? -errno : -EIO) : 0;
-	if (fclose(f) != 0 && r == 0)
-		r = -errno;
-	return r;
 }
 
 int ws_notes_save(const struct ws_notes *n, int dirfd, const char *name, pd_err *err)
 {
-	char tmp[WS_TMP_NAME_MAX];
-	int fd, r = ws_tmpfile_at(dirfd, tmp, &fd);
-	if (r == 0)
-		r = write_notes(fd, n); /* closes fd */
-	if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlinkat(dirfd, tmp, 0);
-		return pd_error(err, r, "cannot write %s", name);
-	}
-	return 0;
+	return save_file(dirfd, name, "notes", put_notes, n, false, err);
 }
 
 static int note_line(char *line, struct ws_notes *n)
