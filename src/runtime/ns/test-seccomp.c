@@ -183,6 +183,9 @@ static _noreturn_ void x32_call(void)
 
 static _noreturn_ void i386_call(void)
 {
+	/* the child inherits cmocka's SIGSEGV handler, which would turn the death of a kernel
+	 * without IA32 emulation (no int 0x80 entry: SIGSEGV) into an ordinary exit */
+	signal(SIGSEGV, SIG_DFL);
 	load();
 	int r;
 	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20) : "memory"); /* i386 getpid */
