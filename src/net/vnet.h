@@ -4,7 +4,8 @@
  *   gateway      198.19.0.1   (libslirp's vhost: the box's default route)
  *   proxy        198.19.0.2:3128 (the explicit proxy)
  *   DNS          198.19.0.3   (answered by the supervisor, UDP and TCP 53)
- *   The proxy and TCP DNS are libslirp forwards (slirp_add_unix), which libslirp refuses on
+ *   The proxy (on the vm backend; ns listens on it inside the box, see ns_net.c) and TCP DNS
+ *   are libslirp forwards (slirp_add_unix), which libslirp refuses on
  *   its own vhost and vnameserver addresses, hence their own addresses; libslirp's
  *   vnameserver is set to an address nothing uses (198.19.0.254) and its DNS is disabled.
  *   fake-IP pool 198.18.0.0/16 (fakeip.h; reached through the gateway)

@@ -62,6 +62,11 @@ struct box_handle {
 	int ctl_fd;        /* connected control channel to paddock-init, O_CLOEXEC, HELLO not yet read */
 	int pidfd;         /* pidfd of pid, or -1 */
 	int net_fd;        /* the box's network interface as the supervisor sees it (TAP fd), or -1 */
+	/* ns: the explicit proxy's listening TCP socket inside the box's own network namespace
+	 * (the box reaches the proxy over its kernel loopback); otherwise the proxy is a forward
+	 * of the network stack and this is unset */
+	bool has_proxy_fd;
+	int proxy_fd;
 	bool ws_alias_made; /* cfg->ws_alias was handled (made, or found impossible) by the backend */
 	bool has_ws_fd;     /* cfg->ws_direct: ws_fd is the box's /workspace (O_CLOEXEC) */
 	int ws_fd;

@@ -154,7 +154,12 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 	/* the network thread comes up while paddock-init starts; a box whose network cannot be
 	 * built does not run (fail closed) */
 	struct sup_net *net = NULL;
-	if (b->h.net_fd >= 0 && (r = sup_net_start(spec, box_dir, TAKE_FD(b->h.net_fd), &net, err)) < 0) {
+	if (b->h.net_fd >= 0) {
+		int proxy_fd = b->h.has_proxy_fd ? TAKE_FD(b->h.proxy_fd) : -1;
+		b->h.has_proxy_fd = false;
+		r = sup_net_start(spec, box_dir, TAKE_FD(b->h.net_fd), proxy_fd, &net, err);
+	}
+	if (r < 0) {
 		box_shutdown(b, false, 0);
 		b->restored = false; /* not the template's fault: no second try */
 		return r;
@@ -288,7 +293,7 @@ static bool wait_exit(const struct box_handle *h, int64_t deadline, int *ret_sta
 static void finish_later(void *ud)
 {
 	struct box *b = ud;
-	b->h.ctl_fd = -1, b->h.net_fd = -1;
+	b->h.ctl_fd = -1, b->h.net_fd = -1, b->h.has_proxy_fd = false;
 	if (!wait_exit(&b->h, mono_ms() + 10000, &b->exit_status))
 		pd_debug("shutdown: the box is still exiting after 10 s; cleaning up through its cgroup");
 	b->rt->cleanup(&b->h);

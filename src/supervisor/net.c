@@ -48,6 +48,7 @@ struct sup_net {
 	bool keep;            /* sup_net_stop_keep_link: the link fd and the sock dir stay */
 	const struct sup_net_link *link;
 	int link_fd, wake;
+	int proxy_fd;         /* ns: the proxy's listener in the box's namespace until setup() */
 	struct poller *poller;
 	bool slirp_connected;
 	pthread_t thread;
@@ -563,9 +564,18 @@ static int setup(struct sup_net *n, pd_err *err)
 	egress_engine_set_fd_hook(n->engine, fd_fresh, n);
 	egress_engine_set_max_conns(n->engine, fd_budget_conns());
 	egress_engine_set_policy(n->engine, n->policy);
-	if (add_listener(n, EGRESS_CONN_PROXY, VNET_PROXY, VNET_PROXY_PORT) < 0 ||
-	    add_listener(n, EGRESS_CONN_DNS, VNET_DNS, VNET_DNS_PORT) < 0)
-		return pd_error_msg(err, EIO, "cannot listen for the proxy and DNS forwards in %s", n->sock_dir);
+	if (n->proxy_fd >= 0) {
+		/* the box reaches the proxy over its own loopback (ns_net.c): no forward in the stack,
+		 * so a frame for the proxy's address on the TAP finds nothing there */
+		fd_fresh(n, n->proxy_fd);
+		if ((r = fd_set_nonblock(n->proxy_fd, true)) < 0)
+			return pd_error(err, -r, "cannot use the proxy's socket");
+		n->lst[n->n_lst++] = (struct listener){.fd = TAKE_FD(n->proxy_fd), .kind = EGRESS_CONN_PROXY,
+						       .addr = {htonl(VNET_PROXY)}, .port = VNET_PROXY_PORT};
+	} else if (add_listener(n, EGRESS_CONN_PROXY, VNET_PROXY, VNET_PROXY_PORT) < 0)
+		return pd_error_msg(err, EIO, "cannot listen for the proxy forward in %s", n->sock_dir);
+	if (add_listener(n, EGRESS_CONN_DNS, VNET_DNS, VNET_DNS_PORT) < 0)
+		return pd_error_msg(err, EIO, "cannot listen for the DNS forward in %s", n->sock_dir);
 	for (char **p = n->spec->net.publish; p && *p; p++)
 		if ((r = publish(n, *p, err)) < 0)
 			return r;
@@ -579,6 +589,8 @@ static void net_free(struct sup_net *n)
 	egress_engine_free(n->engine);
 	for (size_t i = 0; i < n->n_lst; i++)
 		close(n->lst[i].fd);
+	if (n->proxy_fd >= 0)
+		close(n->proxy_fd);
 	netstack_free(n->stack);
 	egress_policy_free(n->policy);
 	egress_resolve_map_free(n->resolve);
@@ -600,14 +612,23 @@ static void net_free(struct sup_net *n)
 	free(n);
 }
 
-int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, struct sup_net **ret,
-		  pd_err *err)
+static int start(const struct box_spec *spec, const char *box_dir, const struct sup_net_link *link, int link_fd,
+		 int proxy_fd, struct sup_net **ret, pd_err *err);
+
+int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, int proxy_fd,
+		  struct sup_net **ret, pd_err *err)
 {
-	return sup_net_start_link(spec, box_dir, &sup_net_link_tap, tap_fd, ret, err);
+	return start(spec, box_dir, &sup_net_link_tap, tap_fd, proxy_fd, ret, err);
 }
 
 int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const struct sup_net_link *link,
 		       int link_fd, struct sup_net **ret, pd_err *err)
+{
+	return start(spec, box_dir, link, link_fd, -1, ret, err);
+}
+
+static int start(const struct box_spec *spec, const char *box_dir, const struct sup_net_link *link, int link_fd,
+		 int proxy_fd, struct sup_net **ret, pd_err *err)
 {
 	/* libslirp gives every TCP connection two 128 KiB socket buffers. With glibc's dynamic
 	 * mmap threshold they soon come from reused heap chunks whose pages are resident, and 1,000
@@ -618,6 +639,7 @@ int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const s
 	n->spec = spec;
 	n->link = link;
 	n->link_fd = link_fd;
+	n->proxy_fd = proxy_fd;
 	n->box_dir = xstrdup(box_dir);
 	n->global_path = sup_net_global_policy_path();
 	n->box_path = xasprintf("%s/policy", box_dir);

@@ -38,9 +38,10 @@ extern const struct sup_net_link sup_net_link_tap;
  * the box must not run: err names the "network" layer. */
 int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const struct sup_net_link *link,
 		       int link_fd, struct sup_net **ret, pd_err *err);
-/* sup_net_start_link with a TAP fd (the ns backend). */
-int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, struct sup_net **ret,
-		  pd_err *err);
+/* sup_net_start_link with a TAP fd (the ns backend) and, when proxy_fd >= 0, the explicit
+ * proxy's listening socket in the box's own namespace (both taken over, also on failure). */
+int sup_net_start(const struct box_spec *spec, const char *box_dir, int tap_fd, int proxy_fd,
+		  struct sup_net **ret, pd_err *err);
 /* Stops the thread and frees everything (connections are cut). NULL is fine. */
 void sup_net_stop(struct sup_net *n);
 /* sup_net_stop, but the link fd is returned for the caller to close (-1: none) and the

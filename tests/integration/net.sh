@@ -27,6 +27,32 @@ t_proxy_http_reaches_the_upstream() {
 	assert_eq "$out" "hello from http /t2"
 	assert_contains "$(net_uplog http)" "GET /t2 host=up.test:$HTTP_PORT"
 }
+# ns: the explicit proxy listens in the box's own network namespace (the box reaches it over
+# its loopback, not through the userspace stack); the box can neither take its port nor its
+# address, and what it sends there is still judged by the supervisor
+t_proxy_listens_in_the_box_and_cannot_be_taken() {
+	pd_only ns "the vm guest reaches the proxy through the network stack"
+	net_uplog_clear
+	local out
+	out=$(pd_run $(allow_up) -- sh -c 'grep -c " 020013C6:0C38 00000000:0000 0A " /proc/net/tcp
+		python3 -c "
+import socket
+s = socket.socket()
+try:
+    s.bind((\"198.19.0.2\", 3128)); print(\"bound\")
+except OSError as e:
+    print(\"bind:\", e.errno)
+"
+		ip addr del 198.19.0.2/32 dev lo 2>/dev/null && echo deleted || echo "del: refused"
+		'"$CURL"' -o /dev/null -w "%{http_code}\n" http://up.test:'"$HTTP_PORT"'/t-local
+		'"$CURL"' -o /dev/null -w "%{http_code}\n" http://denied.test/')
+	assert_eq "$out" "1
+bind: 98
+del: refused
+200
+403"
+	assert_contains "$(net_uplog http)" "GET /t-local host=up.test:$HTTP_PORT"
+}
 t_transparent_https_with_sni() {
 	# the HTTPS upstream listens on a random port; the box dials tls.test:443, which
 	# --resolve maps to 127.0.0.1 — so the test routes 443 through the echo of a socat

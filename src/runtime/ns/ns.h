@@ -147,11 +147,13 @@ static inline bool ns_injected(const struct ns_plan *p, enum ns_layer l)
 
 /* child: creates the TAP "eth0" in the box's network namespace, gives it the fixed box
  * address and a default route to the virtual gateway, and sends its fd to the parent over
- * p->sync_fd (SCM_RIGHTS). Must run while the child still holds CAP_NET_ADMIN over its own
+ * p->sync_fd (SCM_RIGHTS); then the explicit proxy's listening socket, bound on the proxy's
+ * address made local to the box. Must run while the child still holds CAP_NET_ADMIN over its own
  * namespaces (before become_box_user). No-op without p->network. */
 int ns_net_tap(const struct ns_plan *p, struct ns_report *rep);
-/* parent: receives the TAP fd the child sent (the child has already exec'd or failed). */
-int ns_net_recv_tap(int sock, int *ret_fd, pd_err *err);
+/* parent: receives the TAP fd the child sent and then the explicit proxy's listening socket
+ * (bound in the box's namespace, see ns_net.c) (the child has already exec'd or failed). */
+int ns_net_recv_tap(int sock, int *ret_fd, int *ret_proxy_fd, pd_err *err);
 /* child, after the pivot: sends an fd of the box's /workspace to the parent over p->sync_fd
  * (after the TAP's), so the supervisor can copy the project in before any session runs.
  * No-op without p->ws_fd_wanted. */

@@ -51,6 +51,51 @@ static int configure(struct ns_report *rep)
 	return 0;
 }
 
+/* child: the explicit proxy's listening socket, made in the box's own network namespace so
+ * that a tool honouring HTTP(S)_PROXY reaches the supervisor over the box's kernel loopback
+ * rather than through the userspace stack (no TAP frames, no libslirp copies). The proxy's
+ * address is given to "lo" as a /32 alias, which makes it local to the box: nothing about the
+ * box's reach changes (the address was the proxy's already; the supervisor judges every request
+ * on it exactly as before). The box keeps no handle on the socket and, without CAP_NET_ADMIN
+ * after become_box_user, cannot take the address away from anyone but itself; it cannot bind
+ * the port again either (no SO_REUSEPORT). */
+static int open_proxy(struct ns_report *rep)
+{
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return ns_fail(rep, NS_LAYER_NET, errno, "cannot open a socket to configure lo");
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+	ifr.ifr_flags |= IFF_UP;
+	if (r == 0)
+		r = ioctl(s, SIOCSIFFLAGS, &ifr);
+	/* a label makes a second address, not a replacement of 127.0.0.1; SIOCSIFADDR gives it the
+	 * classful /24 first, narrowed to /32 at once (nothing runs in the namespace yet) */
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo:proxy");
+	vnet_if_sin(&ifr.ifr_addr, VNET_PROXY);
+	if (r == 0)
+		r = ioctl(s, SIOCSIFADDR, &ifr);
+	vnet_if_sin(&ifr.ifr_netmask, 0xffffffffu);
+	if (r == 0)
+		r = ioctl(s, SIOCSIFNETMASK, &ifr);
+	if (r < 0)
+		return ns_fail(rep, NS_LAYER_NET, errno, "cannot give lo the proxy's address");
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return ns_fail(rep, NS_LAYER_NET, errno, "cannot open the proxy's socket");
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(VNET_PROXY_PORT),
+				 .sin_addr.s_addr = htonl(VNET_PROXY)};
+	/* the same deep backlog as the supervisor's other listeners: it accepts each round */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
+		int e = errno;
+		close(fd);
+		return ns_fail(rep, NS_LAYER_NET, e, "cannot listen on the proxy's address");
+	}
+	return fd;
+}
+
 /* child: one message carrying the fd; the buffers are on the stack. -errno on failure. */
 static int send_fd(int sock, int fd)
 {
@@ -84,6 +129,14 @@ int ns_net_tap(const struct ns_plan *p, struct ns_report *rep)
 		r = ns_fail(rep, NS_LAYER_NET, -r, "cannot hand the TAP device to the supervisor");
 	/* the box keeps no handle on its own interface: only the supervisor holds the fd */
 	close(fd);
+	if (r < 0)
+		return r;
+	fd = open_proxy(rep);
+	if (fd < 0)
+		return -1;
+	if ((r = send_fd(p->sync_fd, fd)) < 0)
+		r = ns_fail(rep, NS_LAYER_NET, -r, "cannot hand the proxy's socket to the supervisor");
+	close(fd);
 	return r;
 }
 
@@ -104,10 +157,12 @@ static int recv_fd(int sock, int *ret_fd)
 	return 0;
 }
 
-int ns_net_recv_tap(int sock, int *ret_fd, pd_err *err)
+int ns_net_recv_tap(int sock, int *ret_fd, int *ret_proxy_fd, pd_err *err)
 {
 	if (recv_fd(sock, ret_fd) < 0)
 		return pd_error_msg(err, EPROTO, "the box's first process did not hand over its network interface");
+	if (recv_fd(sock, ret_proxy_fd) < 0)
+		return pd_error_msg(err, EPROTO, "the box's first process did not hand over the proxy's socket");
 	return 0;
 }
 

@@ -40,7 +40,7 @@ struct start_ctx {
 	int ctl[2], sync[2], report[2];
 	pid_t pid;
 	int pidfd;
-	int net_fd;
+	int net_fd, proxy_fd;
 };
 
 /* Rewrites err as "<layer> layer: <what>; refusing to start: <what to do>". */
@@ -351,6 +351,7 @@ static void undo(struct start_ctx *c)
 	close_fd(&c->pidfd);
 	close_fd(&c->ctl[0]);
 	close_fd(&c->net_fd);
+	close_fd(&c->proxy_fd);
 	close_fd(&c->cg_clone_fd);
 	for (size_t i = 0; i < ARRAY_SIZE(c->plan.cg_join_fds); i++)
 		close_fd(&c->plan.cg_join_fds[i]);
@@ -366,7 +367,7 @@ static void ctx_free(struct start_ctx *c)
 
 int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_handle *ret, pd_err *err)
 {
-	struct start_ctx c = {.ctl = {-1, -1}, .sync = {-1, -1}, .report = {-1, -1}, .pidfd = -1, .net_fd = -1,
+	struct start_ctx c = {.ctl = {-1, -1}, .sync = {-1, -1}, .report = {-1, -1}, .pidfd = -1, .net_fd = -1, .proxy_fd = -1,
 			      .cg_clone_fd = -1, .plan.cg_join_fds = {-1, -1, -1, -1}};
 	int r = validate(cfg, err);
 	if (r == 0)
@@ -386,7 +387,7 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	if (r == 0)
 		r = await_child(&c, err);
 	pd_debug("ns: child exec'd");
-	if (r == 0 && cfg->network && ns_net_recv_tap(c.sync[1], &c.net_fd, err) < 0)
+	if (r == 0 && cfg->network && ns_net_recv_tap(c.sync[1], &c.net_fd, &c.proxy_fd, err) < 0)
 		r = layer_error(err, NS_LAYER_NET);
 	int ws_fd = -1;
 	if (r == 0 && cfg->ws_direct && ns_ws_recv(c.sync[1], &ws_fd, err) < 0)
@@ -401,7 +402,8 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	struct ns_box *b = xcalloc(1, sizeof(*b));
 	b->cg = TAKE_PTR(c.cg);
 	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd),
-				   .net_fd = TAKE_FD(c.net_fd), .ws_alias_made = cfg->ws_alias != NULL,
+				   .net_fd = TAKE_FD(c.net_fd), .has_proxy_fd = c.proxy_fd >= 0,
+				   .proxy_fd = TAKE_FD(c.proxy_fd), .ws_alias_made = cfg->ws_alias != NULL,
 				   .has_ws_fd = ws_fd >= 0, .ws_fd = ws_fd, .priv = b};
 	ctx_free(&c);
 	pd_debug("ns: box %s is pid %d (root %s)", cfg->name, (int)ret->pid, c.plan.root_ok ? "mapped" : "absent");
@@ -451,6 +453,9 @@ static void ns_forget(struct box_handle *h)
 	close_fd(&h->pidfd);
 	if (h->net_fd >= 0)
 		close_fd(&h->net_fd);
+	if (h->has_proxy_fd)
+		close_fd(&h->proxy_fd);
+	h->has_proxy_fd = false;
 }
 
 static void ns_cleanup(struct box_handle *h)
