@@ -181,9 +181,6 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 		return cli_usage(verb, "--cpus: a vm box gets at most %ld (this host's CPUs)", ncpu);
 	if (streq(o->spec.backend, "vm") && o->spec.memory && o->spec.memory < (UINT64_C(128) << 20))
 		return cli_usage(verb, "--memory: a vm box needs at least 128M (its kernel panics in less)");
-	if (streq(o->spec.backend, "vm") && o->spec.disk)
-		fprintf(stderr, "paddock: note: --disk is not enforced on the vm backend yet: the box's disk can grow to its "
-				"image's size\n");
 	/* on ns the box's files live in its memory (ns_disk_cap): say so when --disk asks more */
 	uint64_t mem = o->spec.memory ? o->spec.memory : NS_DEFAULT_MEMORY;
 	uint64_t disk = o->spec.disk ? o->spec.disk : NS_DEFAULT_DISK;

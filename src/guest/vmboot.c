@@ -13,6 +13,8 @@
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/fs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -115,6 +117,12 @@ static void cmdline_item(const char *tok, size_t n, struct vmboot_cmdline *c)
 		char end;
 		if (sscanf(val, "%u%c", &p, &end) == 1 && p >= 8 && p <= 4194304)
 			c->pids = p;
+	}
+	else if (kl == 12 && !strncmp(tok, "paddock.resv", kl)) {
+		unsigned long long b;
+		char end;
+		if (sscanf(val, "%llu%c", &b, &end) == 1 && val[0] >= '0' && val[0] <= '9' && b < (1ull << 48))
+			c->resv_blocks = b;
 	}
 	else if (kl == 12 && !strncmp(tok, "paddock.root", kl) && vl < sizeof(c->root) &&
 		 charset_ok(val, vl, "abcdefghijklmnopqrstuvwxyz0123456789"))
@@ -344,16 +352,74 @@ static int open_port(const char *dev)
 	return fd;
 }
 
+/* ext4's online grow (fs/ext4/ioctl.c; not in the uapi headers): the new size in blocks */
+#ifndef EXT4_IOC_RESIZE_FS
+#define EXT4_IOC_RESIZE_FS _IOW('f', 16, uint64_t)
+#endif
+
+/* A disk made larger than its image (--disk on the vm backend: the overlay's virtual size)
+ * gets its filesystem grown to fill it, online, before anything of the box runs. A disk of
+ * the image's own size is a no-op for the kernel. A failure leaves the filesystem as it was
+ * (the kernel grows it group by group, journalled) and the box runs with the image's size;
+ * the console says why. */
+static void grow_root(const char *disk)
+{
+	uint64_t bytes = 0;
+	struct statfs sf;
+	_cleanup_close_ int dev = open(disk, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int dir = open(VMBOOT_NEWROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dev < 0 || dir < 0 || ioctl(dev, BLKGETSIZE64, &bytes) < 0 || fstatfs(dir, &sf) < 0 || sf.f_bsize <= 0)
+		return;
+	uint64_t blocks = bytes / (uint64_t)sf.f_bsize;
+	/* statfs leaves out ext4's own overhead, so a disk of the filesystem's size still gets the
+	 * call, which is then a no-op */
+	if (blocks <= (uint64_t)sf.f_blocks)
+		return;
+	if (ioctl(dir, EXT4_IOC_RESIZE_FS, &blocks) < 0)
+		vlog("cannot grow the box's disk to %llu MiB: %s", (unsigned long long)(bytes >> 20), strerror(errno));
+}
+
+/* --disk: the image's free blocks (paddock.resv=) join ext4's reserved clusters, which only
+ * the filesystem's own metadata may use, never a process of the box (root in the guest
+ * included, whatever its capabilities): what the box can write is the disk's growth, its
+ * --disk. The pool lives in the kernel's memory: set at every boot (a template's restored
+ * guest has it from the template's). */
+static int write_str(const char *path, const char *text);
+
+static void reserve_root(const char *root, uint64_t blocks)
+{
+	char path[96], cur[32];
+	if (!blocks)
+		return;
+	snprintf(path, sizeof(path), "/sys/fs/ext4/%s/reserved_clusters", root);
+	unsigned long long now;
+	char end;
+	if (read_small(path, cur, sizeof(cur)) < 0 || sscanf(cur, "%llu%c", &now, &end) < 1) {
+		vlog("cannot read %s: the box's disk is not limited", path);
+		return;
+	}
+	char val[32];
+	snprintf(val, sizeof(val), "%llu", now + (unsigned long long)blocks);
+	if (write_str(path, val) < 0)
+		vlog("cannot reserve %llu blocks of the box's disk: it is not limited", (unsigned long long)blocks);
+}
+
 /* The box's disk as the new root, with the kernel filesystems moved (not re-mounted) into it.
  * The disk is a qcow2 overlay private to this box: writable, and nothing written reaches the
  * shared base image. */
-static int mount_root(const char *root)
+static int mount_root(const char *root, uint64_t resv_blocks)
 {
 	char disk[64];
 	snprintf(disk, sizeof(disk), "/dev/%s", root);
 	/* commit=1: with short_writeback(), a kill of QEMU (a power cut for the guest) loses at
 	 * most the last ~2 s of the box's writes, not ext4's default 5 s of metadata */
-	int r = mount_one(disk, VMBOOT_NEWROOT, "ext4", MS_NOATIME, "commit=1");
+	/* noinit_itable: the inode tables of groups a grow adds stay uninitialised (flagged so,
+	 * checksummed) instead of being zeroed behind the box's back into its overlay */
+	int r = mount_one(disk, VMBOOT_NEWROOT, "ext4", MS_NOATIME, "commit=1,noinit_itable");
+	if (r == 0) {
+		grow_root(disk);
+		reserve_root(root, resv_blocks);
+	}
 	static const char *const moved[] = {"/dev", "/proc", "/sys"};
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(moved); i++) {
 		char dst[64];
@@ -665,7 +731,7 @@ int vmboot(void)
 	int ctl = open_port(port);
 	if (ctl < 0)
 		return ctl;
-	r = mount_root(c.root);
+	r = mount_root(c.root, c.resv_blocks);
 	if (r == 0)
 		r = switch_root();
 	if (r == 0)

@@ -32,6 +32,9 @@
  *   paddock.debug=1        one console line per stage-1 step, with the time since boot
  *   paddock.pids=N         at most N tasks in the box (a pids cgroup around PID 1 and all
  *                          it starts); absent: no limit
+ *   paddock.resv=N         N blocks of the root filesystem are kept from the box (ext4's
+ *                          reserved clusters: not even root in the guest can use them), so
+ *                          that what it can write is its --disk (the image's free blocks)
  *   paddock.net=1          the box has a network: wait for eth0 (the one virtio-net device)
  *                          and give it the box's fixed address (src/net/vnet.h)
  *   paddock.template=1     a template boot (src/runtime/vm/vm_template.h): at the end of stage 1
@@ -44,6 +47,7 @@ struct vmboot_cmdline {
 	bool net;
 	bool template_boot;
 	unsigned pids;
+	uint64_t resv_blocks;
 	char root[32];
 	char hostname[65];
 	unsigned agent_uid, agent_gid;

@@ -37,7 +37,6 @@ t_memory_hog() {
 
 # --disk 64M: the box's writable layer (home) fills up long before 512 MB
 t_disk_fill_home() {
-	pd_only ns "--disk is not enforced on vm yet: a guest's overlay can grow to the base image's size (2 GiB)"
 	esc_begin
 	esc_blocked --disk 64M -- disk-fill /home/agent 512
 	esc_blocked --user root --disk 64M -- disk-fill /root 512

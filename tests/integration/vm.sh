@@ -99,6 +99,26 @@ t_root_wipes_its_disk_base_and_next_box_unchanged() {
 	assert_contains "$(pd_run -- cat /etc/os-release)" "Debian"
 }
 
+# --disk on vm: the guest's disk grows by SIZE and the image's own free space is held back,
+# so what the box can write is SIZE (give or take a MiB) whatever the image; the overlay on
+# the host is bounded by it; a restart keeps what the box used
+t_disk_size_is_what_the_box_can_write() {
+	pd_only vm "guest disks (ns: tests/escape/resources.sh)"
+	local avail size
+	avail=$(PADDOCK_VM_TEMPLATE=0 pd_run --disk 3G -- df -B1M --output=avail / | tail -1)
+	[ "$avail" -ge 3030 ] && [ "$avail" -le 3080 ] || fail "--disk 3G: $avail MiB available"
+	pd create --disk 64M dsk >/dev/null
+	avail=$(pd exec dsk -- sh -c 'dd if=/dev/zero of=/home/agent/f bs=1M count=40 2>/dev/null; sync; df -B1M --output=avail / | tail -1')
+	[ "$avail" -ge 18 ] && [ "$avail" -le 28 ] || fail "--disk 64M less 40M written: $avail MiB available"
+	size=$(qemu-img info -U --output=json "$PADDOCK_HOME/boxes/dsk/disk.qcow2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["virtual-size"])')
+	[ "$size" -le $(( $(stat -c %s "$(vm_image)") + 96 * 1048576 )) ] || fail "overlay of $size bytes"
+	pd stop dsk >/dev/null
+	pd start dsk >/dev/null
+	avail=$(pd exec --user root dsk -- sh -c 'dd if=/dev/zero of=/root/g bs=1M count=100 2>/dev/null; df -B1M --output=avail / | tail -1')
+	assert_eq "$(echo $avail)" "0"
+	pd rm -f dsk
+}
+
 # where this run's templates live (tests/run.sh sets PADDOCK_VM_TEMPLATE_DIR for the vm pass)
 tpl_dir() { echo "${PADDOCK_VM_TEMPLATE_DIR:-${PADDOCK_VM_CACHE_HOME:-$PADDOCK_HOME}/cache/vm-templates}"; }
 

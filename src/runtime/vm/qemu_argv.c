@@ -54,13 +54,16 @@ char *qemu_kernel_cmdline(const struct qemu_config *c)
 					   ? xasprintf(" tsc_early_khz=%llu tsc=reliable", (unsigned long long)c->tsc_khz)
 					   : xstrdup("");
 	_cleanup_free_ char *pids = c->pids ? xasprintf(" paddock.pids=%u", c->pids) : xstrdup("");
+	_cleanup_free_ char *resv = c->disk_resv_blocks
+					    ? xasprintf(" paddock.resv=%llu", (unsigned long long)c->disk_resv_blocks)
+					    : xstrdup("");
 	/* a template's guest is every box restored from it: no name of one of them */
 	const char *host = c->template_boot ? NULL : c->name;
 	return xasprintf("console=ttyS0 %s panic=-1 rdinit=/init 8250.nr_uarts=1 "
-			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s%s%s%s",
+			 "i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests%s paddock.root=vda%s%s%s%s%s%s%s",
 			 c->verbose ? "loglevel=7 paddock.debug=1" : "quiet loglevel=4", tsc, host ? " paddock.host=" : "",
 			 host ? host : "", c->probe ? " paddock.probe=1" : "", c->net_fd >= 0 ? " paddock.net=1" : "",
-			 pids, c->template_boot ? " paddock.template=1" : "");
+			 pids, resv, c->template_boot ? " paddock.template=1" : "");
 }
 
 static bool name_ok(const char *s)

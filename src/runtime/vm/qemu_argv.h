@@ -27,6 +27,7 @@ struct qemu_config {
 	uint64_t memory_mib;      /* >= 64 */
 	unsigned cpus;            /* 1..64 */
 	uint32_t pids;            /* tasks in the guest's box cgroup (paddock.pids=), 0 = no limit */
+	uint64_t disk_resv_blocks; /* root filesystem blocks kept from the box (paddock.resv=), 0 = none */
 	const char *kernel;       /* PVH vmlinux or bzImage */
 	const char *initrd;
 	uint64_t tsc_khz;         /* TCG: host TSC rate for tsc_early_khz= (0: let the guest calibrate) */

@@ -110,9 +110,11 @@ static void test_tcg(void **state)
 {
 	struct qemu_config c;
 	box_config(&c, VM_ACCEL_TCG);
+	c.disk_resv_blocks = 455123;
 	char **v;
 	assert_int_equal(qemu_argv_build(&c, &v, NULL), 0);
 	common_checks(v);
+	assert_non_null(strstr(opt(v, "-append", ""), " paddock.resv=455123"));
 	assert_string_equal(opt(v, "-accel", ""), "tcg");
 	assert_string_equal(opt(v, "-cpu", ""), "max");
 	assert_string_equal(opt(v, "-M", ""), "microvm,pic=off");
@@ -136,6 +138,7 @@ static void test_optional_devices(void **state)
 	assert_string_equal(opt(v, "-netdev", ""), "dgram,id=net0,local.type=fd,local.str=5");
 	assert_non_null(strstr(opt(v, "-append", ""), " paddock.net=1"));
 	assert_null(strstr(opt(v, "-append", ""), "paddock.pids")); /* 0: no limit */
+	assert_null(strstr(opt(v, "-append", ""), "paddock.resv")); /* 0: nothing held back */
 	assert_string_equal(opt(v, "-device", "virtio-net-device"), "virtio-net-device,netdev=net0");
 	/* a comma in a path is doubled, not an option separator */
 	assert_string_equal(opt(v, "-chardev", "socket,id=qmp"), "socket,id=qmp,path=/run/q,,mp.sock,server=on,wait=off");

@@ -27,8 +27,9 @@ static void test_cmdline_keys(void **state)
 {
 	struct vmboot_cmdline c;
 	vmboot_parse_cmdline("console=ttyS0 paddock.root=vdb paddock.host=my_box.1 paddock.agent=1001:1002 "
-			     "paddock.probe=1 paddock.debug=1 paddock.net=1 paddock.pids=64\n", &c);
+			     "paddock.probe=1 paddock.debug=1 paddock.net=1 paddock.pids=64 paddock.resv=455123\n", &c);
 	assert_int_equal(c.pids, 64);
+	assert_int_equal(c.resv_blocks, 455123);
 	assert_true(c.probe);
 	assert_true(c.net);
 	assert_true(c.debug);
@@ -44,8 +45,10 @@ static void test_cmdline_rejects(void **state)
 	/* bad values are ignored: defaults stay */
 	vmboot_parse_cmdline("paddock.root=../sda paddock.host=-x paddock.agent=0:0 paddock.probe=yes "
 			     "paddock.hostx=a paddock.host=" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa "
-			     "paddock.agent=5:6:7 paddock.root paddock.pids=7 paddock.pids=12x", &c);
+			     "paddock.agent=5:6:7 paddock.root paddock.pids=7 paddock.pids=12x "
+			     "paddock.resv=-5 paddock.resv=12x paddock.resv=281474976710656 paddock.resv=+3", &c);
 	assert_false(c.probe);
+	assert_int_equal(c.resv_blocks, 0);
 	assert_int_equal(c.pids, 0);
 	assert_string_equal(c.root, "vda");
 	assert_string_equal(c.hostname, "");

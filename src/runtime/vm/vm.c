@@ -10,6 +10,7 @@
 #include "image/initramfs.h"
 #include "image/kernel_cache.h"
 #include "image/kernel_spawn.h"
+#include "runtime/vm/ext4sb.h"
 #include "runtime/vm/qemu_spawn.h"
 #include "runtime/vm/vm.h"
 #include "runtime/vm/vm_console.h"
@@ -19,6 +20,7 @@
 #include "util/log.h"
 
 #define VM_DEFAULT_MEMORY_MIB 1024
+#define VM_DEFAULT_DISK (UINT64_C(2) << 30) /* what a box may write, as on ns; run --help says so */
 #define VM_DEFAULT_PIDS 4096 /* the guest's pids cgroup (vmboot: limit_pids); run --help says so */
 #define VM_QMP_QUIT_WAIT_MS 1000
 #define VM_INIT_OVERRIDE_MAX (64u * 1024u * 1024u)
@@ -38,6 +40,7 @@ struct vm_box {
 	 * configuration that never comes up */
 	struct vm_template build;
 	char **build_argv, *build_base;
+	uint64_t build_size;
 	bool build_net;
 };
 
@@ -129,6 +132,8 @@ struct start_ctx {
 	struct vm_accel_choice accel;
 	char *disk;
 	char *base;
+	uint64_t disk_size;   /* the overlay's size: the base's and --disk's (vm_disk_plan), 0 = the base's */
+	uint64_t resv_blocks; /* the base's free blocks, kept from the box (paddock.resv=) */
 	int ctl[2], qmp[2], con[2], net[2];
 	int log_fd;
 	/* templates (vm_template.h): a fresh box is restored from tpl when it is ready (state_fd
@@ -224,6 +229,44 @@ static int prepare_boot(struct start_ctx *c, pd_err *err)
 	return 0;
 }
 
+/* The virtual size of a qcow2 file QEMU made (its header: magic "QFI\xfb", big-endian size at 24). */
+static int qcow2_size(const char *path, uint64_t *ret)
+{
+	uint8_t h[32];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h, "QFI\xfb", 4) != 0)
+		return -EINVAL;
+	uint64_t v = 0;
+	for (int i = 24; i < 32; i++)
+		v = v << 8 | h[i];
+	*ret = v;
+	return 0;
+}
+
+int vm_disk_plan(const char *base, uint64_t want, uint64_t *ret_size, uint64_t *ret_resv_blocks)
+{
+	struct stat st;
+	struct ext4sb sb;
+	*ret_size = 0, *ret_resv_blocks = 0;
+	if (stat(base, &st) < 0)
+		return -errno;
+	int r = ext4sb_read(base, &sb);
+	if (r < 0)
+		return r;
+	want = want ? want : VM_DEFAULT_DISK;
+	/* whole MiB: qcow2 and ext4 like round sizes */
+	uint64_t mib = UINT64_C(1) << 20;
+	/* the growth also carries ext4's own share, so that what the box can write is want: the
+	 * new groups' inode tables and bitmaps (~1/64 at mkfs's defaults) and the default pool of
+	 * reserved clusters (16 MiB at most), which the box cannot use either */
+	uint64_t grow = want + want / 64 + (UINT64_C(16) << 20);
+	*ret_size = ((uint64_t)st.st_size + grow + mib - 1) & ~(mib - 1);
+	*ret_resv_blocks = sb.free_blocks;
+	return 0;
+}
+
 /* The box's disk: a qcow2 overlay over the shared base image. QEMU opens the backing file
  * read-only, so nothing the guest does (as root, to its whole disk) reaches the base or any
  * other box (Kata CVE-2020-2025). Kept across restarts: it is the box's state. */
@@ -245,8 +288,7 @@ static int prepare_disk(struct start_ctx *c, pd_err *err)
 		return pd_error(err, errno, c->cfg->disk_image ? "the image's vm disk %s" : "vm base image %s (build it with scripts/vm-build-rootfs.sh)",
 				base);
 	_cleanup_free_ char *tmp = xasprintf("%s/disk.qcow2.tmp", c->cfg->state_dir);
-	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", (char *)base, tmp, NULL};
-	int r = image_run(argv, NULL, NULL, err);
+	int r = vm_overlay_create(base, tmp, c->disk_size, err);
 	if (r < 0)
 		return pd_err_prefix(err, "cannot create the box's disk");
 	if (rename(tmp, c->disk) < 0)
@@ -313,6 +355,7 @@ static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q)
 	q->memory_mib = cfg->memory ? (cfg->memory + (1u << 20) - 1) >> 20 : VM_DEFAULT_MEMORY_MIB;
 	q->cpus = cfg->cpus_milli ? (cfg->cpus_milli + 999) / 1000 : default_cpus(q->accel);
 	q->pids = cfg->pids ? cfg->pids : VM_DEFAULT_PIDS;
+	q->disk_resv_blocks = c->resv_blocks;
 	q->kernel = c->kernel.boot_path;
 	q->initrd = c->initrd;
 	q->tsc_khz = c->files.tsc_khz;
@@ -342,6 +385,18 @@ static int plan_template(struct start_ctx *c, pd_err *err)
 	c->disk = xasprintf("%s/disk.qcow2", c->cfg->state_dir);
 	/* an image's own disk (made by the CLI from its tree, image/vmdisk.h), else the default */
 	c->base = c->cfg->disk_image ? xstrdup(c->cfg->disk_image) : vm_base_image(c->home);
+	int dr = vm_disk_plan(c->base, c->cfg->disk, &c->disk_size, &c->resv_blocks);
+	if (dr < 0)
+		pd_debug("vm %s: no disk size for %s (%s): the box's disk is the image's", c->cfg->name, c->base,
+			 strerror(-dr));
+	/* a disk the box has already (a restart) keeps its size; one made by an older paddock at
+	 * the image's size has nothing to hold back: the box's files are in the image's space */
+	uint64_t have = 0;
+	if (access(c->disk, F_OK) == 0 && (qcow2_size(c->disk, &have) < 0 || have < c->disk_size)) {
+		pd_debug("vm %s: the box's disk predates --disk (%llu bytes): not limited", c->cfg->name,
+			 (unsigned long long)have);
+		c->resv_blocks = 0;
+	}
 	if (!vm_template_enabled() || c->cfg->vm_cold || access(c->disk, F_OK) == 0)
 		return 0;
 	_cleanup_strv_ char **argv = NULL;
@@ -349,7 +404,9 @@ static int plan_template(struct start_ctx *c, pd_err *err)
 	if (r < 0)
 		return r;
 	const char *files[] = {c->qemu, c->kernel.boot_path, c->initrd, c->base};
-	_cleanup_free_ char *id = vm_template_identity(files, ARRAY_SIZE(files));
+	_cleanup_free_ char *files_id = vm_template_identity(files, ARRAY_SIZE(files));
+	/* a grown disk is another guest: its template is grown at its boot */
+	_cleanup_free_ char *id = xasprintf("%sdisk-size %llu\n", files_id, (unsigned long long)c->disk_size);
 	_cleanup_free_ char *key = vm_template_key(argv, id);
 	_cleanup_free_ char *own = box_home(c->cfg);
 	_cleanup_free_ char *dir = vm_template_dir(c->home, own);
@@ -368,6 +425,7 @@ static void build_template_later(struct start_ctx *c, struct vm_box *b)
 		return;
 	b->build = c->tpl, c->tpl = (struct vm_template){0};
 	b->build_base = xstrdup(c->base);
+	b->build_size = c->disk_size;
 	b->build_net = c->cfg->network;
 }
 
@@ -376,7 +434,7 @@ void vm_box_booted(struct box_handle *h)
 	struct vm_box *b = h->priv;
 	if (!b || !b->build_argv)
 		return;
-	vm_template_build_async(&b->build, b->build_argv, b->build_base, b->build_net);
+	vm_template_build_async(&b->build, b->build_argv, b->build_base, b->build_size, b->build_net);
 	strv_free(TAKE_PTR(b->build_argv));
 }
 

@@ -25,6 +25,12 @@ char *vm_home(const struct box_config *cfg);
 /* The base root filesystem image (raw ext4). TODO(issue 6): the image store decides; for now
  * $PADDOCK_HOME/cache/vm-rootfs/rootfs.img, built by scripts/vm-build-rootfs.sh. */
 char *vm_base_image(const char *home);
+/* A box's disk for --disk want (0: the default, 2 GiB) over the raw ext4 base: the overlay's
+ * size (the base's plus want plus ext4's share of the growth, in whole MiB: stage 1 grows the
+ * filesystem to fill it) and the blocks the box must not use (the base's free blocks: stage 1
+ * reserves them, so what the box can write is about want). -errno when base cannot be read as ext4:
+ * the disk is then the image's, unlimited within it. */
+int vm_disk_plan(const char *base, uint64_t want, uint64_t *ret_size, uint64_t *ret_resv_blocks);
 
 /* Accelerator mode for new boxes. TODO: a box_config field (--accel); until then
  * $PADDOCK_VM_ACCEL (auto|kvm|tcg), default auto. */

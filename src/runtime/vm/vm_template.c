@@ -243,13 +243,14 @@ int vm_template_resume(int ctl_fd, const char *host, pd_err *err)
 
 /* ---- the builder ------------------------------------------------------------------------- */
 
-void vm_template_build_async(const struct vm_template *t, char *const *qemu_argv, const char *base, bool net)
+void vm_template_build_async(const struct vm_template *t, char *const *qemu_argv, const char *base, uint64_t size,
+			     bool net)
 {
 	if (!builder_exe || vm_template_ready(t))
 		return;
 	char **argv = NULL;
-	_cleanup_free_ char *disk = xasprintf("%s.tmp", t->disk);
-	const char *fixed[] = {"paddock", "__vm-template-build", t->state, disk, base, net ? "net" : "nonet", "--"};
+	_cleanup_free_ char *disk = xasprintf("%s.tmp", t->disk), *sz = xasprintf("%llu", (unsigned long long)size);
+	const char *fixed[] = {"paddock", "__vm-template-build", t->state, disk, base, sz, net ? "net" : "nonet", "--"};
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
 		argv = strv_append(argv, fixed[i]);
 	for (size_t i = 0; qemu_argv[i]; i++)
@@ -427,7 +428,17 @@ static int finish_file(const char *tmp, const char *path)
 	return 0;
 }
 
-static int build(const char *state, const char *disk_tmp, const char *base, bool net, char **qemu_argv)
+int vm_overlay_create(const char *base, const char *path, uint64_t size, pd_err *err)
+{
+	char sz[32];
+	snprintf(sz, sizeof(sz), "%llu", (unsigned long long)size);
+	char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", (char *)base, (char *)path,
+			size ? sz : NULL, NULL};
+	return image_run(argv, NULL, NULL, err);
+}
+
+static int build(const char *state, const char *disk_tmp, const char *base, uint64_t size, bool net,
+		 char **qemu_argv)
 {
 	_cleanup_free_ char *state_tmp = xasprintf("%s.tmp", state);
 	_cleanup_free_ char *console = xasprintf("%s.console", state);
@@ -435,8 +446,7 @@ static int build(const char *state, const char *disk_tmp, const char *base, bool
 	pd_err err = {0};
 	(void)unlink(disk_tmp);
 	(void)unlink(state_tmp);
-	char *img[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", (char *)base, (char *)disk_tmp, NULL};
-	int r = image_run(img, NULL, NULL, &err);
+	int r = vm_overlay_create(base, disk_tmp, size, &err);
 	if (r < 0)
 		return r;
 	int ctl[2] = {-1, -1}, qmp[2] = {-1, -1}, con[2] = {-1, -1}, nt[2] = {-1, -1};
@@ -525,10 +535,23 @@ void vm_template_prune(const char *dir, size_t keep)
 	free(v);
 }
 
+/* SIZE of the builder's argv: decimal bytes, as vm_template_build_async wrote it */
+static int parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
 int vm_template_build_main(int argc, char **argv)
 {
-	if (argc < 7 || !streq(argv[5], "--") || (!streq(argv[4], "net") && !streq(argv[4], "nonet")) ||
-	    strlen(argv[2]) < 5 || strcmp(argv[2] + strlen(argv[2]) - 4, ".tmp") != 0)
+	uint64_t size;
+	if (argc < 8 || !streq(argv[6], "--") || (!streq(argv[5], "net") && !streq(argv[5], "nonet")) ||
+	    strlen(argv[2]) < 5 || strcmp(argv[2] + strlen(argv[2]) - 4, ".tmp") != 0 || parse_size(argv[4], &size) < 0)
 		return 2;
 	const char *state = argv[1];
 	_cleanup_free_ char *lock_path = xasprintf("%s.lock", state);
@@ -538,7 +561,7 @@ int vm_template_build_main(int argc, char **argv)
 		return 0;
 	if (access(state, R_OK) == 0)
 		return 0;
-	int r = build(state, argv[2], argv[3], streq(argv[4], "net"), argv + 6);
+	int r = build(state, argv[2], argv[3], size, streq(argv[5], "net"), argv + 7);
 	if (r < 0)
 		pd_debug("vm template %s: %s", state, strerror(-r));
 	_cleanup_free_ char *dir = xstrdup(state);

@@ -79,10 +79,14 @@ int vm_template_resume(int ctl_fd, const char *host, pd_err *err);
 /* Starts `paddock __vm-template-build` for t, detached and niced, unless a template or a
  * builder for it exists already. argv is QEMU's for the template guest (template_boot, no
  * name, disk = t->disk + ".tmp", fds: ctl 3, qmp 4, console 5, network 6 when net). */
-void vm_template_build_async(const struct vm_template *t, char *const *qemu_argv, const char *base, bool net);
+void vm_template_build_async(const struct vm_template *t, char *const *qemu_argv, const char *base, uint64_t size,
+			     bool net);
+/* The box's disk: a qcow2 overlay at path over the raw base, of the base's size (size 0) or of
+ * size bytes (larger: stage 1 grows the filesystem to fill it). */
+int vm_overlay_create(const char *base, const char *path, uint64_t size, pd_err *err);
 /* Removes all but the `keep` most recently used templates of dir (a restore touches its
  * state's mtime; a builder prunes after making one). */
 void vm_template_prune(const char *dir, size_t keep);
-/* The builder's main: argv = {"__vm-template-build", STATE, DISK, BASE, "net"|"nonet", "--",
+/* The builder's main: argv = {"__vm-template-build", STATE, DISK, BASE, SIZE, "net"|"nonet", "--",
  * QEMU ARGV...}. Exit 0 when the template is there (made now or by another builder). */
 int vm_template_build_main(int argc, char **argv);
