@@ -567,6 +567,12 @@ int cmd_create(int argc, char **argv)
 		r = store_create(home, &o.spec, &err);
 	if (r == 0 && (r = supervisor_spawn(dir, &err)) < 0)
 		store_remove(dir, NULL);
+	if (r < 0 && box_boot_cancel && dir) {
+		/* the supervisor gave up the start when told (supervisor_spawn) and removed it */
+		fprintf(stderr, "paddock: interrupted: %s was not created\n", o.spec.name);
+		box_spec_free(&o.spec);
+		return 128 + box_boot_cancel;
+	}
 	if (r == 0 && box_boot_cancel) {
 		pd_err gone = {0};
 		(void)cli_stop_box(dir, 0, false, true, &gone);

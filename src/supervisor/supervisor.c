@@ -53,7 +53,9 @@ struct sup {
 };
 
 static volatile sig_atomic_t got_term;
-static void on_term(int sig) { got_term = sig; }
+/* a TERM while the box is still starting also cancels the start (box_boot_cancel: the
+ * boot's waits end within 100 ms and undo what was made), as it does for run --rm */
+static void on_term(int sig) { got_term = sig, box_boot_cancel = sig; }
 
 static struct sup_session *session_by_global(struct sup *s, uint32_t g)
 {
@@ -560,10 +562,30 @@ int supervisor_spawn(const char *box_dir, pd_err *err)
 	close(pipefd[1]);
 	waitpid(pid, NULL, 0);
 	char buf[1200];
-	ssize_t n;
+	ssize_t n = 0;
 	size_t len = 0;
-	while ((n = read(pipefd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+	bool told = false;
+	for (;;) {
+		/* the caller's Ctrl-C or TERM (box_boot_cancel, set by its handler) is passed on to
+		 * the supervisor, whose process group the first child made (setsid: its pid): the
+		 * supervisor undoes the start and reports, so a long boot is not waited out */
+		if (box_boot_cancel && !told) {
+			(void)kill(-pid, SIGTERM);
+			told = true;
+		}
+		struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
+		int pr = poll(&p, 1, 100);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr <= 0)
+			continue;
+		n = read(pipefd[0], buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
 		len += (size_t)n;
+	}
 	close(pipefd[0]);
 	buf[len] = '\0';
 	if (len >= 2 && streq(buf, "OK"))

@@ -249,6 +249,27 @@ t_ctrl_c_during_boot_ends_the_run() {
 	assert_eq "$(pd ls | tail -n +2)" ""
 }
 
+# The same for create: its detached supervisor is told, gives the boot up and removes the box
+# (create used to wait until the guest was up, then undo it)
+t_ctrl_c_during_boot_ends_create() {
+	pd_only vm "a boot of seconds"
+	local pid st=0 t0 ms
+	PADDOCK_VM_TEMPLATE=0 "$PADDOCK" create --backend vm --workspace none crint >/dev/null 2>&1 &
+	pid=$!
+	sleep 0.4
+	t0=$(date +%s%N)
+	kill -INT $pid
+	wait $pid || st=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	assert_eq "$st" "130"
+	# a TCG boot here is 2-3 s from its start, several under load; the cancel takes ~50 ms
+	[ "$ms" -lt 1000 ] || fail "create took $ms ms to end"
+	assert_eq "$(pd ls | tail -n +2)" ""
+	[ ! -e "$PADDOCK_HOME/boxes/crint" ] || fail "the box's directory is left"
+	for _ in $(seq 50); do pgrep -f "paddock-crint" >/dev/null || break; sleep 0.1; done
+	! pgrep -f "paddock-crint" >/dev/null || fail "its QEMU still runs"
+}
+
 # QEMU killed under a running box: ls says so, the disk (and so the workspace) survives, and
 # the box starts again with its files.
 t_qemu_killed_midrun_box_recovers() {
