@@ -360,23 +360,29 @@ static int open_port(const char *dev)
 /* A disk made larger than its image (--disk on the vm backend: the overlay's virtual size)
  * gets its filesystem grown to fill it, online, before anything of the box runs. A disk of
  * the image's own size is a no-op for the kernel. A failure leaves the filesystem as it was
- * (the kernel grows it group by group, journalled) and the box runs with the image's size;
- * the console says why. */
-static void grow_root(const char *disk)
+ * (the kernel grows it group by group, journalled) and the box runs with the image's size and
+ * free space (nothing held back then: it would leave the box no room); the console says why.
+ * False then. */
+static bool grow_root(const char *disk)
 {
 	uint64_t bytes = 0;
 	struct statfs sf;
 	_cleanup_close_ int dev = open(disk, O_RDONLY | O_CLOEXEC);
 	_cleanup_close_ int dir = open(VMBOOT_NEWROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dev < 0 || dir < 0 || ioctl(dev, BLKGETSIZE64, &bytes) < 0 || fstatfs(dir, &sf) < 0 || sf.f_bsize <= 0)
-		return;
+	if (dev < 0 || dir < 0 || ioctl(dev, BLKGETSIZE64, &bytes) < 0 || fstatfs(dir, &sf) < 0 || sf.f_bsize <= 0) {
+		vlog("cannot size the box's disk: %s", strerror(errno));
+		return false;
+	}
 	uint64_t blocks = bytes / (uint64_t)sf.f_bsize;
 	/* statfs leaves out ext4's own overhead, so a disk of the filesystem's size still gets the
 	 * call, which is then a no-op */
 	if (blocks <= (uint64_t)sf.f_blocks)
-		return;
-	if (ioctl(dir, EXT4_IOC_RESIZE_FS, &blocks) < 0)
+		return true;
+	if (ioctl(dir, EXT4_IOC_RESIZE_FS, &blocks) < 0) {
 		vlog("cannot grow the box's disk to %llu MiB: %s", (unsigned long long)(bytes >> 20), strerror(errno));
+		return false;
+	}
+	return true;
 }
 
 /* --disk: the image's free blocks (paddock.resv=) join ext4's reserved clusters, which only
@@ -417,8 +423,8 @@ static int mount_root(const char *root, uint64_t resv_blocks)
 	 * checksummed) instead of being zeroed behind the box's back into its overlay */
 	int r = mount_one(disk, VMBOOT_NEWROOT, "ext4", MS_NOATIME, "commit=1,noinit_itable");
 	if (r == 0) {
-		grow_root(disk);
-		reserve_root(root, resv_blocks);
+		if (grow_root(disk))
+			reserve_root(root, resv_blocks);
 	}
 	static const char *const moved[] = {"/dev", "/proc", "/sys"};
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(moved); i++) {
