@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "runtime/vm/qemu_spawn.h"
+#include "util/log.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -32,8 +34,42 @@ int qemu_find_binary(const char *name, char **ret, pd_err *err)
 	return pd_error_msg(err, ENOENT, "%s not found in PATH (install qemu-system-x86 and qemu-utils)", name);
 }
 
+/* What one first touch of an anonymous 4 KiB page costs this host, in ns: ~100-300 on bare
+ * metal and under nested paging, 10,000 and more where every fault exits to a hypervisor that
+ * keeps the page tables itself (seen here: a PVM guest, 11 us). Measured once per process on
+ * 256 pages (1 MiB, ~3 ms at the slow end). */
+static uint64_t fault_ns(void)
+{
+	static uint64_t ns;
+	if (ns)
+		return ns;
+	const size_t len = 1u << 20;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	(void)madvise(p, len, MADV_NOHUGEPAGE);
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (size_t i = 0; i < len; i += 4096)
+		((volatile char *)p)[i] = 1;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	munmap(p, len);
+	uint64_t total = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000u + (uint64_t)(b.tv_nsec - a.tv_nsec);
+	ns = total / (len / 4096) + 1;
+	return ns;
+}
+
+bool qemu_want_thp(void)
+{
+	const char *env = getenv("PADDOCK_VM_THP");
+	if (env && (streq(env, "0") || streq(env, "1")))
+		return streq(env, "1");
+	return fault_ns() >= QEMU_THP_FAULT_NS;
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static _noreturn_ void child(char *const argv[], const struct qemu_fd *fds, size_t n, int out_fd, pid_t parent)
+static _noreturn_ void child(char *const argv[], const struct qemu_fd *fds, size_t n, int out_fd, pid_t parent,
+			     bool thp)
 {
 	static char *const envp[] = {"LC_ALL=C", NULL};
 	/* The VM must not outlive its supervisor (fail closed); if the parent died before the
@@ -51,8 +87,11 @@ static _noreturn_ void child(char *const argv[], const struct qemu_fd *fds, size
 	 * MADV_HUGEPAGE, so one guest write made the host back 2 MiB, and a box restored from a
 	 * template held ~24 MB more than the pages its state carries (docs/bench.md, vm section);
 	 * the restore itself was slower too. Firecracker backs guests with 4 KiB pages by default
-	 * for the same reason. Best effort: an old kernel without it only costs memory. */
-	(void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	 * for the same reason. Best effort: an old kernel without it only costs memory.
+	 * Except where a page fault is expensive (qemu_want_thp): there one fault per 2 MiB
+	 * instead of 512 is what makes a restore take 0.4 s rather than 3.5 (docs/bench.md). */
+	if (!thp)
+		(void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	int null = open("/dev/null", O_RDWR);
 	/* Move every source fd above the destination range first, so no dup2 clobbers one. */
 	int high = 3 + (int)n + 64, moved[16];
@@ -79,11 +118,14 @@ int qemu_spawn(char *const argv[], const struct qemu_fd *fds, size_t n_fds, int 
 		if (fds[i].dst != 3 + (int)i || n_fds > 16)
 			return pd_error_msg(err, EINVAL, "qemu: fds must map to 3, 4, ... in order");
 	pid_t parent = getpid();
+	bool thp = qemu_want_thp();
+	pd_debug("qemu: transparent huge pages %s (a page fault here: %llu ns)", thp ? "on" : "off",
+		 (unsigned long long)fault_ns());
 	pid_t pid = fork();
 	if (pid < 0)
 		return pd_error(err, errno, "cannot fork to start %s", argv[0]);
 	if (pid == 0)
-		child(argv, fds, n_fds, out_fd, parent);
+		child(argv, fds, n_fds, out_fd, parent, thp);
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	*ret_pid = pid;
 	*ret_pidfd = pidfd; /* pidfd_open fds are O_CLOEXEC */

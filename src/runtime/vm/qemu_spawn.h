@@ -18,6 +18,12 @@ int qemu_find_binary(const char *name, char **ret, pd_err *err);
  * its own with an empty signal mask. Returns the pid and a pidfd (-1 if the kernel has none).
  * The death signal fires when the calling *thread* exits: call it from a thread that lives as
  * long as the box (the supervisor's main thread). */
+/* Whether QEMU keeps transparent huge pages for guest RAM: only where a first touch of a page
+ * costs QEMU_THP_FAULT_NS or more (a hypervisor that handles every guest page fault itself):
+ * there 512 faults per 2 MiB cost seconds per restore. Elsewhere 4 KiB pages hold less memory
+ * and restore faster. PADDOCK_VM_THP=0|1 overrides. */
+#define QEMU_THP_FAULT_NS 2000
+bool qemu_want_thp(void);
 int qemu_spawn(char *const argv[], const struct qemu_fd *fds, size_t n_fds, int out_fd, pid_t *ret_pid,
 	       int *ret_pidfd, pd_err *err);
 
