@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "runtime/ns/ns.h"
+#include "runtime/vm/vm.h"
 #include "supervisor/supervisor.h"
 
 enum {
@@ -179,6 +180,8 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 	long ncpu = streq(o->spec.backend, "vm") && o->spec.cpus_milli ? sysconf(_SC_NPROCESSORS_ONLN) : 0;
 	if (ncpu > 0 && o->spec.cpus_milli > (uint32_t)ncpu * 1000u)
 		return cli_usage(verb, "--cpus: a vm box gets at most %ld (this host's CPUs)", ncpu);
+	if (streq(o->spec.backend, "vm") && o->spec.disk > VM_MAX_DISK)
+		return cli_usage(verb, "--disk: a vm box's disk is at most 16T");
 	if (streq(o->spec.backend, "vm") && o->spec.memory && o->spec.memory < (UINT64_C(128) << 20))
 		return cli_usage(verb, "--memory: a vm box needs at least 128M (its kernel panics in less)");
 	/* on ns the box's files live in its memory (ns_disk_cap): say so when --disk asks more */

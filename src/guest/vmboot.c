@@ -445,6 +445,28 @@ static int mount_root(const char *root, uint64_t resv_blocks)
 	return r;
 }
 
+/* The end of stage 1's kernel settings: /sys (with the cgroup2 mount under it) and /proc/sys
+ * become read-only for everything the box runs. Sessions run without capabilities, but sysfs,
+ * cgroupfs and sysctl files are mostly checked by owner and mode only, so a `--user root`
+ * session (uid 0) could otherwise write ext4's reserved clusters (--disk), its cgroup's
+ * pids.max (--pids) or the guest's vm sysctls; with no CAP_SYS_ADMIN it cannot remount them
+ * back. A bind of /proc/sys onto itself first: it is not a mount of its own. */
+static int seal_kernel_settings(bool cgroup)
+{
+	int r = 0;
+	if (cgroup) /* limit_pids mounted it */
+		r = mount_one(NULL, "/sys/fs/cgroup", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			      NULL);
+	if (r == 0)
+		r = mount_one(NULL, "/sys", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (r == 0)
+		r = mount_one("/proc/sys", "/proc/sys", NULL, MS_BIND, NULL);
+	if (r == 0)
+		r = mount_one(NULL, "/proc/sys", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			      NULL);
+	return r;
+}
+
 /* The initramfs stays in memory under the new root: free what we put there. */
 static void free_initramfs(void)
 {
@@ -748,6 +770,8 @@ int vmboot(void)
 		short_writeback();
 	if (r == 0)
 		r = limit_pids(c.pids);
+	if (r == 0)
+		r = seal_kernel_settings(c.pids != 0);
 	if (r == 0 && c.template_boot)
 		r = park_and_resume(ctl, &c);
 	if (r < 0) {

@@ -566,17 +566,19 @@ int supervisor_spawn(const char *box_dir, pd_err *err)
 	size_t len = 0;
 	bool told = false;
 	for (;;) {
-		/* the caller's Ctrl-C or TERM (box_boot_cancel, set by its handler) is passed on to
-		 * the supervisor, whose process group the first child made (setsid: its pid): the
-		 * supervisor undoes the start and reports, so a long boot is not waited out */
-		if (box_boot_cancel && !told) {
-			(void)kill(-pid, SIGTERM);
-			told = true;
-		}
 		struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
 		int pr = poll(&p, 1, 100);
 		if (pr < 0 && errno != EINTR)
 			break;
+		/* the caller's Ctrl-C or TERM (box_boot_cancel, set by its handler) is passed on to
+		 * the supervisor, whose process group the first child made (setsid: its pid): the
+		 * supervisor undoes the start and reports, so a long boot is not waited out. Only
+		 * while its end of the pipe is open, so the group still has the supervisor in it
+		 * (its number cannot have gone to another process) */
+		if (box_boot_cancel && !told && !(pr > 0 && (p.revents & POLLHUP))) {
+			(void)kill(-pid, SIGTERM);
+			told = true;
+		}
 		if (pr <= 0)
 			continue;
 		n = read(pipefd[0], buf + len, sizeof(buf) - 1 - len);

@@ -43,7 +43,7 @@ try:
 except OSError as e:
     print(\"bind:\", e.errno)
 "
-		ip addr del 198.19.0.2/32 dev lo 2>/dev/null && echo deleted || echo "del: refused"
+		ip addr del 198.19.0.2/32 dev lo 2>&1 | grep -q "Operation not permitted" && echo "del: refused" || echo deleted
 		'"$CURL"' -o /dev/null -w "%{http_code}\n" http://up.test:'"$HTTP_PORT"'/t-local
 		'"$CURL"' -o /dev/null -w "%{http_code}\n" http://denied.test/')
 	assert_eq "$out" "1

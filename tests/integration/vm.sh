@@ -104,7 +104,7 @@ t_root_wipes_its_disk_base_and_next_box_unchanged() {
 # the host is bounded by it; a restart keeps what the box used
 t_disk_size_is_what_the_box_can_write() {
 	pd_only vm "guest disks (ns: tests/escape/resources.sh)"
-	local avail size
+	local avail size out
 	avail=$(PADDOCK_VM_TEMPLATE=0 pd_run --disk 3G -- df -B1M --output=avail / | tail -1)
 	[ "$avail" -ge 3030 ] && [ "$avail" -le 3080 ] || fail "--disk 3G: $avail MiB available"
 	pd create --disk 64M dsk >/dev/null
@@ -114,6 +114,11 @@ t_disk_size_is_what_the_box_can_write() {
 	[ "$size" -le $(( $(stat -c %s "$(vm_image)") + 96 * 1048576 )) ] || fail "overlay of $size bytes"
 	pd stop dsk >/dev/null
 	pd start dsk >/dev/null
+	# root in the guest (uid 0 without capabilities) cannot hand itself the held-back space,
+	# nor lift its pids limit or change the guest's sysctls: /sys and /proc/sys are read-only
+	out=$(pd exec --user root dsk -- sh -c 'for f in /sys/fs/ext4/vda/reserved_clusters /sys/fs/cgroup/box/pids.max /proc/sys/vm/dirty_expire_centisecs; do
+		[ -e $f ] || { echo "$f missing"; continue; }; echo 0 2>/dev/null >$f && echo "$f written"; done; echo done')
+	assert_eq "$out" "done"
 	avail=$(pd exec --user root dsk -- sh -c 'dd if=/dev/zero of=/root/g bs=1M count=100 2>/dev/null; df -B1M --output=avail / | tail -1')
 	assert_eq "$(echo $avail)" "0"
 	pd rm -f dsk

@@ -401,8 +401,9 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	}
 	struct ns_box *b = xcalloc(1, sizeof(*b));
 	b->cg = TAKE_PTR(c.cg);
+	bool has_proxy = c.proxy_fd >= 0; /* before TAKE_FD: an initialiser's order is unspecified */
 	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd),
-				   .net_fd = TAKE_FD(c.net_fd), .has_proxy_fd = c.proxy_fd >= 0,
+				   .net_fd = TAKE_FD(c.net_fd), .has_proxy_fd = has_proxy,
 				   .proxy_fd = TAKE_FD(c.proxy_fd), .ws_alias_made = cfg->ws_alias != NULL,
 				   .has_ws_fd = ws_fd >= 0, .ws_fd = ws_fd, .priv = b};
 	ctx_free(&c);

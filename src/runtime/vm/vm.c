@@ -256,6 +256,8 @@ int vm_disk_plan(const char *base, uint64_t want, uint64_t *ret_size, uint64_t *
 	if (r < 0)
 		return r;
 	want = want ? want : VM_DEFAULT_DISK;
+	if (want > VM_MAX_DISK)
+		return -EFBIG;
 	/* whole MiB: qcow2 and ext4 like round sizes */
 	uint64_t mib = UINT64_C(1) << 20;
 	/* the growth also carries ext4's own share, so that what the box can write is want: the
@@ -386,6 +388,10 @@ static int plan_template(struct start_ctx *c, pd_err *err)
 	/* an image's own disk (made by the CLI from its tree, image/vmdisk.h), else the default */
 	c->base = c->cfg->disk_image ? xstrdup(c->cfg->disk_image) : vm_base_image(c->home);
 	int dr = vm_disk_plan(c->base, c->cfg->disk, &c->disk_size, &c->resv_blocks);
+	/* a --disk the user asked for is a limit: no box without it (without one, the default's
+	 * size is a convenience and the box runs on the image's own) */
+	if (dr < 0 && c->cfg->disk)
+		return pd_error(err, -dr, "--disk: cannot size the box's disk over %s", c->base);
 	if (dr < 0)
 		pd_debug("vm %s: no disk size for %s (%s): the box's disk is the image's", c->cfg->name, c->base,
 			 strerror(-dr));

@@ -31,6 +31,8 @@ char *vm_base_image(const char *home);
  * reserves them, so what the box can write is about want). -errno when base cannot be read as ext4:
  * the disk is then the image's, unlimited within it. */
 int vm_disk_plan(const char *base, uint64_t want, uint64_t *ret_size, uint64_t *ret_resv_blocks);
+/* The largest --disk of a vm box (the CLI refuses more; vm_disk_plan says -EFBIG) */
+#define VM_MAX_DISK (UINT64_C(16) << 40)
 
 /* Accelerator mode for new boxes. TODO: a box_config field (--accel); until then
  * $PADDOCK_VM_ACCEL (auto|kvm|tcg), default auto. */
