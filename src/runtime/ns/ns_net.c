@@ -64,19 +64,14 @@ static int open_proxy(struct ns_report *rep)
 	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return ns_fail(rep, NS_LAYER_NET, errno, "cannot open a socket to configure lo");
-	struct ifreq ifr = {0};
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
-	ifr.ifr_flags |= IFF_UP;
-	if (r == 0)
-		r = ioctl(s, SIOCSIFFLAGS, &ifr);
 	/* a label makes a second address, not a replacement of 127.0.0.1; SIOCSIFADDR gives it the
-	 * classful /24 first, narrowed to /32 at once (nothing runs in the namespace yet) */
-	memset(&ifr, 0, sizeof(ifr));
+	 * classful /24 first, narrowed to /32 at once (nothing runs in the namespace yet). lo is
+	 * still down here (uts_and_net brings it up): the address's local route, all bind() needs,
+	 * is made regardless */
+	struct ifreq ifr = {0};
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo:proxy");
 	vnet_if_sin(&ifr.ifr_addr, VNET_PROXY);
-	if (r == 0)
-		r = ioctl(s, SIOCSIFADDR, &ifr);
+	int r = ioctl(s, SIOCSIFADDR, &ifr);
 	vnet_if_sin(&ifr.ifr_netmask, 0xffffffffu);
 	if (r == 0)
 		r = ioctl(s, SIOCSIFNETMASK, &ifr);
