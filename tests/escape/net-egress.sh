@@ -54,6 +54,30 @@ t_dns_exfiltration_denied_names_never_leave() {
 	if grep -E 'connect\(.*AF_INET' "$PADDOCK_HOME/trace.host"; then fail "paddock dialled something"; fi
 	no_upstream_hits
 }
+# The explicit proxy (HTTPS_PROXY=198.19.0.2:3128): on ns its listener lives in the box's
+# own network namespace, on vm behind the guest's network. Nothing in the box — agent or
+# root — can bind its address, steal its connections with a wildcard listener, delete or
+# add the address, or take loopback down; afterwards the same box still gets its allowed
+# host through the proxy and a denied one is still refused there.
+t_proxy_listener_cannot_be_taken_over() {
+	net_uplog_clear
+	local probe=/.probe/paddock-probe opts=(-v "$PD_PROBE:/.probe/paddock-probe:ro") u out users=agent
+	if [ "$PD_BACKEND" = vm ]; then
+		mkdir -p .probe && cp "$PD_PROBE" .probe/paddock-probe
+		probe=/workspace/.probe/paddock-probe opts=()
+	fi
+	pd_root_available && users="agent root"
+	for u in $users; do
+		out=$(pd_run --user "$u" $(allow_up) "${opts[@]}" -- sh -c "$probe proxy-listener 198.19.0.2 3128; echo probe=\$?
+			curl -sS -m 5 -o /dev/null -w '%{http_code}\n' http://up.test:$HTTP_PORT/after-$u
+			curl -sS -m 5 -o /dev/null -w '%{http_code}\n' http://denied.test/after-$u" 2>&1) || true
+		echo "$out"
+		assert_contains "$out" "probe=0"
+		assert_eq "$(echo "$out" | tail -n 2 | tr '\n' ' ')" "200 403 " "allowed then denied through the proxy as $u"
+		assert_contains "$(net_uplog http)" "GET /after-$u host=up.test:$HTTP_PORT"
+	done
+	case "$(net_uplog http)" in *denied*) fail "a denied request reached the upstream" ;; esac
+}
 t_dns_txt_of_an_allowed_name_is_refused() {
 	assert_eq "$(pd_run $(allow_up) -- $PY "$DNSQ" up.test 16)" "5"
 }

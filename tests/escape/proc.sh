@@ -48,6 +48,17 @@ t_proc_sys_write() {
 	esc_simple proc-sys-write
 }
 
+# The files that hold the box's own limits are checked by owner and mode only: root in the box
+# (uid 0, no capabilities) must find them read-only — on vm ext4's reserved clusters
+# (--disk) and the guest cgroup's pids.max (--pids), which the test demands exist there.
+t_limit_knobs() {
+	esc_begin
+	local need=()
+	[ "$PD_BACKEND" = vm ] && need=(/sys/fs/ext4/vda/reserved_clusters /sys/fs/cgroup/box/pids.max)
+	esc_blocked_both --pids 64 --disk 256M -- limit-knobs "${need[@]}"
+	esc_host_unchanged
+}
+
 t_sysrq() {
 	esc_vm_guest_root "the guest's sysrq reaches the guest's kernel"
 	esc_simple sysrq

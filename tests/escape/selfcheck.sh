@@ -103,6 +103,7 @@ expect setuid-binary-self 1 as_nobody "$P" setuid-binary "$W/suid-probe"
 expect setuid-binary-scan 1 as_nobody "$P" setuid-binary
 expect confinement 1 "$P" confinement
 expect proc-sys-write 1 iso "$P" proc-sys-write
+expect limit-knobs 1 iso "$P" limit-knobs
 expect sysrq "$(feature_want CONFIG_MAGIC_SYSRQ)" "$P" sysrq
 expect cgroup-release-agent 1 iso "$P" cgroup-release-agent
 # --- terminals: script gives the probe a controlling tty (TIOCSTI types a space into it)
@@ -127,7 +128,11 @@ expect ptrace 1 iso_sh "'$P' ptrace"
 expect kill-all 1 iso_sh "sleep 60 & '$P' kill-all \$!"
 expect personality 1 "$P" personality
 expect x32 "$(feature_want CONFIG_X86_X32_ABI)" "$P" x32
-expect int80 "$(feature_want CONFIG_IA32_EMULATION)" "$P" int80
+# IA32 emulation can be built in and still off at run time (ia32_emulation=off, or a
+# hypervisor mode without it: "32-bit emulation disabled" in the kernel log)
+ia32=$(feature_want CONFIG_IA32_EMULATION)
+if grep -qE 'ia32_emulation=(0|off|false|n)' /proc/cmdline || dmesg 2>/dev/null | grep -q '32-bit emulation disabled'; then ia32=0; fi
+expect int80 "$ia32" "$P" int80
 expect kmod "$(feature_want CONFIG_MODULES)" "$P" kmod
 if kconfig CONFIG_KEXEC || kconfig CONFIG_KEXEC_FILE; then kx=1; else kx=0; fi
 expect kexec "$kx" "$P" kexec
@@ -143,6 +148,7 @@ expect abstract-unix 1 "$P" abstract-unix "@$abstract"
 expect unix-socket 1 "$P" unix-socket "$path"
 expect udp-send 1 "$P" udp-send 127.0.0.1 "$port"
 expect raw-socket 1 "$P" raw-socket
+expect proxy-listener 1 unshare --net sh -c "ip link set lo up && ip addr add 198.19.0.2/32 dev lo && exec '$P' proxy-listener 198.19.0.2 3128"
 # --- resources: unlimited the attack completes (1); under a small limit it is stopped (0)
 expect fork-bomb-nolimit 1 as_nobody "$P" fork-bomb 20
 expect fork-bomb-limited 0 as_nobody prlimit --nproc=30 "$P" fork-bomb 1000

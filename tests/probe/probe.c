@@ -61,6 +61,9 @@
 #include <unistd.h>
 #include <linux/reboot.h>
 #include <linux/vm_sockets.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 
 #ifndef TIOCL_GETSHIFTSTATE
 #define TIOCL_GETSHIFTSTATE 6
@@ -1188,6 +1191,86 @@ static int c_sysrq(int argc, char **argv)
 	return g_verdict;
 }
 
+/* limit-knobs [PATH...]: the files that hold the box's own limits — ext4's reserved clusters
+ * (a vm box's --disk), its cgroup's pids.max / memory.max (--pids, --memory), the guest
+ * kernel's vm and memory sysctls — are mostly checked by owner and mode only, so root in the
+ * box (uid 0 without capabilities) must find them on read-only mounts: no write, no chmod (to
+ * the file's own mode: nothing changes where it works, but it proves the owner could open it
+ * up), and no remount of the mounts that hold them. Every PATH given must exist (the test
+ * names the files the backend is known to have); the built-in list may be absent (ns: no
+ * /sys at all). */
+static int c_limit_knobs(int argc, char **argv)
+{
+	static const char *const knobs[] = {
+		"/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/cgroup.procs",
+		"/sys/fs/cgroup/cgroup.subtree_control", "/proc/sys/vm/overcommit_memory", "/proc/sys/vm/min_free_kbytes",
+		"/proc/sys/vm/dirty_expire_centisecs", "/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max",
+		"/sys/kernel/mm/transparent_hugepage/enabled",
+	};
+	static const char *const mounts[] = { "/sys", "/sys/fs/cgroup", "/proc/sys", "/proc" };
+	static const int RO[] = { EROFS, EACCES, EPERM, 0 };
+	char path[512];
+	struct stat st;
+	size_t n = 0;
+	const char *list[64];
+
+	for (int i = 0; i < argc && n < ARRAY_SIZE(list); i++) {
+		if (stat(argv[i], &st) < 0) {
+			report(PROBE_ERROR, "%s: %s (the test expects it in this box)", argv[i], errname(errno));
+			continue;
+		}
+		list[n++] = argv[i];
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(knobs) && n < ARRAY_SIZE(list); i++)
+		list[n++] = knobs[i];
+	/* every ext4's and every cgroup's own files, one level down */
+	static char found[16][512];
+	size_t nf = 0;
+	DIR *d = opendir("/sys/fs/ext4");
+	for (struct dirent *de; d && (de = readdir(d)) && nf < 8;)
+		if (de->d_name[0] != '.' && strcmp(de->d_name, "features") != 0)
+			snprintf(found[nf++], sizeof(found[0]), "/sys/fs/ext4/%s/reserved_clusters", de->d_name);
+	if (d)
+		closedir(d);
+	d = opendir("/sys/fs/cgroup");
+	for (struct dirent *de; d && (de = readdir(d)) && nf < ARRAY_SIZE(found);) {
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+			continue;
+		snprintf(found[nf++], sizeof(found[0]), "/sys/fs/cgroup/%s/pids.max", de->d_name);
+		if (nf < ARRAY_SIZE(found))
+			snprintf(found[nf++], sizeof(found[0]), "/sys/fs/cgroup/%s/memory.max", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < nf && n < ARRAY_SIZE(list); i++)
+		list[n++] = found[i];
+	size_t present = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < i; j++)
+			dup |= strcmp(list[i], list[j]) == 0;
+		if (dup || stat(list[i], &st) < 0)
+			continue;
+		present++;
+		int fd = open(list[i], O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		must_fail(fd, errno_or(fd), RO, "open %s for writing", list[i]);
+		close_if(fd);
+		long rc = chmod(list[i], st.st_mode & 07777);
+		must_fail(rc, errno_or(rc), RO, "chmod %s to its own mode %04o", list[i], st.st_mode & 07777);
+	}
+	info("%zu limit files present", present);
+	for (size_t i = 0; i < ARRAY_SIZE(mounts); i++) {
+		snprintf(path, sizeof(path), "%s", mounts[i]);
+		if (stat(path, &st) < 0)
+			continue;
+		/* may_mount() answers EPERM before anything else; EINVAL (not a mount point) comes
+		 * only after it */
+		long rc = mount(NULL, path, NULL, MS_REMOUNT | MS_BIND, NULL);
+		must_be_refused(rc, errno_or(rc), DENIED, ERRS(EINVAL, EBUSY), "remount %s read-write", path);
+	}
+	return g_verdict;
+}
+
 /* Tries mounting a cgroup v1 hierarchy on a scratch dir (needs init-namespace
  * CAP_SYS_ADMIN); whatever mounts is checked for release_agent, then unmounted. */
 static void try_cgroup_mount(const char *dir, const char *fstype, const char *opts)
@@ -1795,6 +1878,147 @@ static int c_raw_socket(int argc, char **argv)
 	return g_verdict;
 }
 
+/* One rtnetlink request for ADDR/32 on ifindex (RTM_NEWADDR or RTM_DELADDR); 0 when the
+ * kernel acknowledged it, else the errno it answered (or a local one). */
+static int rtnl_addr(int type, int ifindex, const struct in_addr *addr)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifaddrmsg ifa;
+		struct rtattr rta;
+		struct in_addr a;
+	} req = {
+		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = (uint16_t)type,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | (type == RTM_NEWADDR ? NLM_F_CREATE | NLM_F_EXCL : 0),
+			.nlmsg_seq = 1 },
+		.ifa = { .ifa_family = AF_INET, .ifa_prefixlen = 32, .ifa_index = (unsigned)ifindex },
+		.rta = { .rta_len = RTA_LENGTH(sizeof(struct in_addr)), .rta_type = IFA_LOCAL },
+		.a = *addr,
+	};
+	char buf[512];
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), err;
+
+	if (fd < 0)
+		return errno;
+	struct timeval tv = { .tv_sec = 2 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, &req, sizeof(req), 0) < 0) {
+		err = errno;
+	} else {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		const struct nlmsghdr *nh = (const struct nlmsghdr *)buf;
+		if (n < 0)
+			err = errno;
+		else if (n < (ssize_t)(sizeof(*nh) + sizeof(int)) || nh->nlmsg_type != NLMSG_ERROR)
+			err = EPROTO;
+		else
+			err = -*(const int *)NLMSG_DATA(nh);
+	}
+	close(fd);
+	return err;
+}
+
+/* A TCP socket bound to ss with the given SO_REUSE* options; 0 when the bind succeeded (the
+ * socket is left in *ret_fd), else the errno. */
+static int bind_with(const struct sockaddr_storage *ss, socklen_t len, bool reuseaddr, bool reuseport, int *ret_fd)
+{
+	int one = 1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), err = 0;
+
+	*ret_fd = -1;
+	if (fd < 0)
+		return errno;
+	if (reuseaddr)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (reuseport)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) < 0) {
+		err = errno;
+		close(fd);
+	} else {
+		*ret_fd = fd;
+	}
+	return err;
+}
+
+/* proxy-listener ADDR PORT: the supervisor's explicit proxy at ADDR:PORT (on ns a listener in
+ * the box's own network namespace, on vm an address of the supervisor's network stack) cannot
+ * be taken over from inside: the exact address cannot be bound (plain, SO_REUSEADDR,
+ * SO_REUSEPORT); a wildcard listener on PORT, if the kernel allows one, does not receive the
+ * proxy's connections; the address cannot be deleted or added (rtnetlink), nor loopback taken
+ * down. A process that got any of these would see the other processes' proxy traffic (the
+ * credentials the proxy adds never reach the box, but the requests do) or could cut the
+ * box off its allowed hosts behind the user's back. */
+static int c_proxy_listener(int argc, char **argv)
+{
+	static const int BIND_REFUSED[] = { EADDRINUSE, EADDRNOTAVAIL, EACCES, EPERM, 0 };
+	static const struct { bool addr, port; const char *what; } binds[] = {
+		{ false, false, "" }, { true, false, " with SO_REUSEADDR" }, { true, true, " with SO_REUSEADDR+SO_REUSEPORT" },
+	};
+	struct sockaddr_storage ss, any;
+	socklen_t len, alen;
+	long port;
+	int fd, err;
+
+	if (argc < 2 || !parse_long(argv[1], &port) || port <= 0 || port > 65535 || !fill_addr(argv[0], (int)port, &ss, &len) ||
+	    ss.ss_family != AF_INET || !fill_addr("0.0.0.0", (int)port, &any, &alen))
+		return PROBE_ERROR;
+	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
+		err = bind_with(&ss, len, binds[i].addr, binds[i].port, &fd);
+		must_fail(err ? -1 : 0, err, BIND_REFUSED, "bind %s:%ld%s", argv[0], port, binds[i].what);
+		close_if(fd);
+	}
+	/* a wildcard bind may be allowed (another address, same port): what matters is that the
+	 * proxy's connections do not come to it */
+	err = bind_with(&any, alen, true, true, &fd);
+	if (err) {
+		must_fail(-1, err, BIND_REFUSED, "bind 0.0.0.0:%ld", port);
+	} else if (listen(fd, 8) < 0) {
+		must_fail(-1, errno, BIND_REFUSED, "listen on 0.0.0.0:%ld", port);
+	} else {
+		int cerr = tcp_connect(&ss, len);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		bool stolen = poll(&pfd, 1, cerr ? 0 : 500) == 1;
+		report(stolen ? ESCAPED : BLOCKED, "listen on 0.0.0.0:%ld: allowed; a connect to %s:%ld (%s) %s", port,
+		       argv[0], port, errname(cerr), stolen ? "came to it" : "did not come to it");
+	}
+	close_if(fd);
+	struct in_addr a = ((struct sockaddr_in *)&ss)->sin_addr, other;
+	inet_pton(AF_INET, "198.19.0.99", &other);
+	unsigned lo = if_nametoindex("lo");
+	if (!lo) {
+		report(PROBE_ERROR, "no loopback interface");
+		return g_verdict;
+	}
+	/* rtnetlink answers EPERM before looking at the request; any other answer (EEXIST,
+	 * EADDRNOTAVAIL, ENODEV) means the request got past the capability check */
+	static const int NL_REFUSED[] = { EPERM, EACCES, EPROTONOSUPPORT, EAFNOSUPPORT, 0 };
+	err = rtnl_addr(RTM_DELADDR, (int)lo, &a);
+	must_fail(err ? -1 : 0, err, NL_REFUSED, "rtnetlink: delete %s/32 from lo", argv[0]);
+	err = rtnl_addr(RTM_NEWADDR, (int)lo, &a);
+	must_fail(err ? -1 : 0, err, NL_REFUSED, "rtnetlink: add %s/32 to lo", argv[0]);
+	err = rtnl_addr(RTM_NEWADDR, (int)lo, &other);
+	must_fail(err ? -1 : 0, err, NL_REFUSED, "rtnetlink: add 198.19.0.99/32 to lo");
+	if (err == 0)
+		rtnl_addr(RTM_DELADDR, (int)lo, &other);
+	/* loopback down would cut the box's own proxy path (ns): the flags are read, then
+	 * written back unchanged but for IFF_UP */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = { 0 };
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+		report(PROBE_ERROR, "SIOCGIFFLAGS lo: %s", errname(errno));
+	} else {
+		ifr.ifr_flags &= ~IFF_UP;
+		long rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+		if (must_fail(rc, errno_or(rc), DENIED, "SIOCSIFFLAGS lo down") == ESCAPED) {
+			ifr.ifr_flags |= IFF_UP;
+			ioctl(fd, SIOCSIFFLAGS, &ifr);
+		}
+	}
+	close_if(fd);
+	return g_verdict;
+}
+
 /* ---------------------------------------------------------------- resources */
 
 /* The resource checks' verdict: reaching the target means no limit held; stopping early
@@ -2295,6 +2519,7 @@ static const struct check checks[] = {
 	{ "suid-report", c_suid_report, "EUID CAPEFF", "(internal) run as a setuid copy: report gained creds" },
 	{ "confinement", c_confinement, "", "no capabilities, no_new_privs, seccomp filter on" },
 	{ "proc-sys-write", c_proc_sys_write, "[PATH...]", "write /proc/sys, sysrq, core_pattern, uevent_helper" },
+	{ "limit-knobs", c_limit_knobs, "[PATH...]", "write, chmod or remount the files holding the box's limits" },
 	{ "sysrq", c_sysrq, "", "open /proc/sysrq-trigger for writing" },
 	{ "cgroup-release-agent", c_cgroup_release_agent, "", "release_agent / notify_on_release, mount cgroupfs" },
 	{ "tiocsti", c_tiocsti, "[--no-tty-ok]", "TIOCSTI (also with high bits) on every reachable tty" },
@@ -2314,6 +2539,7 @@ static const struct check checks[] = {
 	{ "unix-socket", c_unix_socket, "PATH", "connect to a host pathname unix socket" },
 	{ "host-loopback", c_host_loopback, "PORT [ADDR...]", "TCP to host 127.0.0.1/::1 (and ADDRs)" },
 	{ "udp-send", c_udp_send, "ADDR PORT", "UDP datagram to a host listener gets no reply" },
+	{ "proxy-listener", c_proxy_listener, "ADDR PORT", "bind, move or steal the explicit proxy's listener" },
 	{ "raw-socket", c_raw_socket, "", "raw IP and AF_PACKET sockets" },
 	{ "fork-bomb", c_fork_bomb, "[MAX]", "fork until failure; blocked if the limit hits before MAX" },
 	{ "memory-hog", c_memory_hog, "MB", "allocate and touch MB; blocked = fail or OOM kill (137)" },
