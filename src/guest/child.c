@@ -1,8 +1,15 @@
 /* child.c — what a session's process does between fork() and execve(): become a session
  * leader with its stdio, reset signals, take the session user's ids, lose every capability,
- * close every inherited fd, enter its directory, exec. It runs in a forked copy of PID 1,
- * which is single-threaded, so malloc and dprintf are safe here. Any setup failure ends it
- * with 125 before the requested program runs: a session never starts half-dropped. */
+ * close every inherited fd, enter its directory, exec. Any setup failure ends it with 125
+ * before the requested program runs: a session never starts half-dropped.
+ *
+ * A session that execs a program runs this in a child that borrows PID 1's memory
+ * (clone(CLONE_VM | CLONE_VFORK), session.c) while PID 1 waits for the execve(): so the path
+ * to the execve() allocates nothing and changes no global (a failure message is formatted on
+ * the stack and written with write(2); environ is PID 1's to restore). Kernel state —
+ * credentials, capabilities, signal dispositions and mask, fds, cwd, session — is the
+ * child's own (no CLONE_FILES, CLONE_FS, CLONE_SIGHAND, CLONE_THREAD). The built-ins run in
+ * a forked copy of PID 1, which is single-threaded, so they may allocate. */
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -21,8 +28,16 @@
 
 static _noreturn_ void child_fail(int code, const char *what, const char *arg, int err)
 {
-	dprintf(STDERR_FILENO, "paddock-init: %s%s%s: %s\n", what, arg ? " " : "", arg ? arg : "",
-		strerror(err));
+	/* snprintf into a stack buffer and write(2): no stdio stream, no allocation (dprintf
+	 * would malloc its buffer in PID 1's heap); strerrordesc_np returns a constant */
+	char msg[512];
+	const char *desc = strerrordesc_np(err);
+	int n = snprintf(msg, sizeof(msg), "paddock-init: %s%s%s: %s\n", what, arg ? " " : "", arg ? arg : "",
+			 desc ? desc : "unknown error");
+	if (n > (int)sizeof(msg) - 1)
+		n = (int)sizeof(msg) - 1, msg[n - 1] = '\n';
+	if (n > 0)
+		(void)!write(STDERR_FILENO, msg, (size_t)n);
 	_exit(code);
 }
 
@@ -167,7 +182,8 @@ static void child_chdir(const struct child_spec *s)
 static _noreturn_ void child_run(const struct child_spec *s)
 {
 	/* glibc's execvpe() searches the PATH of environ, not of its envp argument: point
-	 * environ at the session's environment so the search uses the session's PATH. */
+	 * environ at the session's environment so the search uses the session's PATH (in a
+	 * CLONE_VM child this is PID 1's variable: session.c puts it back) */
 	environ = (char **)s->envp;
 	execvpe(s->argv[0], s->argv, s->envp);
 	int e = errno;
