@@ -276,6 +276,30 @@ static void test_apply_exec_paths(void **state)
 	assert_false(tl_exists(f->host, ".git/hooks/post-checkout"));
 }
 
+/* A project file moved into .git/hooks is a rename whose old side is an ordinary path:
+ * naming that old path's directory with --allow-exec-paths must not let the hook through,
+ * nor create .git/hooks on the way. Naming the hook does. */
+static void test_apply_exec_rename_needs_the_new_path_named(void **state)
+{
+	struct fx *f = *state;
+	copy_in(f);
+	sh("mkdir -p '%s/.git/hooks' && mv '%s/script.sh' '%s/.git/hooks/pre-commit' && chmod 0755 '%s/.git/hooks/pre-commit'",
+	   f->boxdir, f->boxdir, f->boxdir, f->boxdir);
+	copy_out(f);
+	char *allow_old[] = {"script.sh", NULL};
+	struct ws_apply_opts o = {.allow_exec = allow_old};
+	assert_int_equal(apply(f, &o), 0);
+	assert_int_equal(result_of(f, ".git/hooks/pre-commit"), WS_SKIPPED_EXEC);
+	assert_false(tl_exists(f->host, ".git/hooks/pre-commit"));
+	assert_false(tl_exists(f->host, ".git/hooks"));
+	assert_true(tl_exists(f->host, "script.sh"));
+	char *allow_new[] = {".git/hooks/pre-commit", NULL};
+	o.allow_exec = allow_new;
+	assert_int_equal(apply(f, &o), 0);
+	assert_int_equal(result_of(f, ".git/hooks/pre-commit"), WS_APPLIED);
+	assert_true(tl_exists(f->host, ".git/hooks/pre-commit"));
+}
+
 static void test_apply_host_symlink_component(void **state)
 {
 	struct fx *f = *state;
@@ -549,6 +573,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_apply_idempotent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_conflict_and_force, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_exec_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_exec_rename_needs_the_new_path_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_host_symlink_component, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_refused_box_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_race_parent_swap, setup, teardown),

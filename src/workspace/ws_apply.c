@@ -86,6 +86,8 @@ static enum ws_result host_error(struct apply *a, size_t i, int r)
 		return set(a, i, WS_CONFLICT, r, "the host has other entries in the way");
 	case -EBADMSG:
 		return set(a, i, WS_FAILED, r, "staged content does not match the manifest");
+	case -ENOEXEC:
+		return set(a, i, WS_SKIPPED_EXEC, 0, "inside a host-executing directory not named with --allow-exec-paths");
 	default:
 		return set(a, i, WS_FAILED, r, NULL);
 	}
@@ -100,16 +102,31 @@ static void remember_dir(struct apply *a, const char *path)
 		a->sync_dirs = strv_append(a->sync_dirs, dir);
 }
 
-static bool allowed(const struct apply *a, const struct ws_delta *d)
+static bool under_allowed(const struct apply *a, const char *path)
 {
 	for (char *const *p = a->o->allow_exec; p && *p; p++)
-		if ((d->box && ws_path_under(d->box->path, *p)) || (d->base && ws_path_under(d->base->path, *p)))
+		if (ws_path_under(path, *p))
 			return true;
 	return false;
 }
 
-/* Opens one component below cur, creating it when the box has a directory there. */
-static int step_create(struct apply *a, int cur, const char *comp, const char *prefix)
+/* A flagged delta goes ahead only when every side of it that is a host-executing path was
+ * named with --allow-exec-paths: the box side (what would be written) by its own name or
+ * contents, the base side (what would go) by name. A rename of tools/deploy.sh to
+ * .git/hooks/pre-commit is not allowed by naming tools. */
+static bool allowed(const struct apply *a, const struct ws_delta *d)
+{
+	bool box_flagged = d->box && d->box->type != WS_REFUSED && ws_manifest_exec(a->box, d->box, a->staging_fd) != WS_EXEC_NONE;
+	bool base_flagged = d->base && (d->kind == WS_CHG_DELETED || d->kind == WS_CHG_RENAMED || d->kind == WS_CHG_TYPE) &&
+			    ws_path_exec_class(d->base->path, d->base->type == WS_DIR) != WS_EXEC_NONE;
+	if (!box_flagged && !base_flagged) /* flagged by a rule neither side shows alone: both must be named */
+		box_flagged = d->box != NULL, base_flagged = d->base != NULL;
+	return (!box_flagged || under_allowed(a, d->box->path)) && (!base_flagged || under_allowed(a, d->base->path));
+}
+
+/* Opens one component below cur, creating it when the box has a directory there (on the way
+ * to path). */
+static int step_create(struct apply *a, int cur, const char *comp, const char *prefix, const char *path)
 {
 	int fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0)
@@ -124,6 +141,11 @@ static int step_create(struct apply *a, int cur, const char *comp, const char *p
 	const struct ws_entry *e = ws_manifest_find(a->box, prefix);
 	if (!e || e->type != WS_DIR || a->o->dry_run)
 		return -ENOENT;
+	/* a directory that is itself a host-executing path (.git/hooks, .devcontainer) is made
+	 * only on the way to an entry named with --allow-exec-paths, or when named itself */
+	if (ws_manifest_exec(a->box, e, a->staging_fd) != WS_EXEC_NONE && !under_allowed(a, prefix) &&
+	    !under_allowed(a, path))
+		return -ENOEXEC;
 	int r = ws_host_mkdir(cur, comp);
 	if (r < 0 && r != -EEXIST)
 		return r;
@@ -142,7 +164,7 @@ static int make_parents(struct apply *a, const char *path, int *ret_fd)
 	for (char *s = p; slash && s <= slash;) {
 		char *e = strchr(s, '/');
 		*e = '\0';
-		int next = step_create(a, cur, s, p);
+		int next = step_create(a, cur, s, p, path);
 		if (next < 0)
 			return next;
 		close(cur);
