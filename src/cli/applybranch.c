@@ -13,6 +13,7 @@
 #include "cli/session.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
+#include "workspace/ws_path.h"
 
 #define BUNDLE_MAX (UINT64_C(4) << 30)
 
@@ -109,9 +110,12 @@ int apply_branch(const char *box_dir, const char *project, const char *branch, b
 	if (r == 0)
 		r = run_git(fetch, said, sizeof(said));
 	unlink(bundle);
-	if (r != 0)
+	if (r != 0) {
+		/* git echoes the bundle's own lines, which the box wrote: escaped for the terminal */
+		_cleanup_free_ char *shown = ws_escape(said, strlen(said), WS_ESC_CONTENT);
 		return pd_error_msg(err, EIO, "git could not take the sandbox's commits into branch '%s' (status %d; "
-				    "an existing branch is only fast-forwarded): %s", branch, r, said[0] ? said : "no reason given");
+				    "an existing branch is only fast-forwarded): %s", branch, r, said[0] ? shown : "no reason given");
+	}
 	printf("branch %s now holds the sandbox's commits (nothing was checked out)\n", branch);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include "cli/session.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
+#include "workspace/ws_path.h"
 
 static int sig_pipe[2] = {-1, -1};
 static struct termios saved_tio;
@@ -86,6 +87,7 @@ static int send_exec(int fd, uint32_t stream, const struct session_req *req, boo
 struct pump {
 	int fd;
 	int in_fd, out_fd, err_fd;
+	bool escape_err;
 	struct proto_conn conn; /* non-blocking both ways: we never block sending while the box
 				 * waits for us to read (that would deadlock a `cat`) */
 	uint32_t stream;
@@ -106,6 +108,17 @@ static void pump_send(struct pump *p, uint16_t type, const void *payload, uint32
 		p->stdin_open = false;
 }
 
+static int output(const struct pump *p, const struct proto_frame *f)
+{
+	if (f->hdr.type == PROTO_STDOUT)
+		return fd_write_all(p->out_fd, f->payload, f->hdr.len);
+	if (!p->escape_err)
+		return fd_write_all(p->err_fd, f->payload, f->hdr.len);
+	/* a UTF-8 sequence split across two frames comes out as \xNN escapes: harmless */
+	_cleanup_free_ char *e = ws_escape((const char *)f->payload, f->hdr.len, WS_ESC_CONTENT);
+	return fd_write_all(p->err_fd, e, strlen(e));
+}
+
 static void on_frame(struct pump *p, const struct proto_frame *f)
 {
 	int e;
@@ -121,7 +134,7 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 		/* a reader that went away (EPIPE) is not our failure: the box closes that pipe's
 		 * read end, so the command's writer gets SIGPIPE, as in a shell pipeline (`yes |
 		 * head` ends; the rest of a script goes on), and we keep draining for its status */
-		if (fd_write_all(f->hdr.type == PROTO_STDOUT ? p->out_fd : p->err_fd, f->payload, f->hdr.len) < 0) {
+		if (output(p, f) < 0) {
 			int which = f->hdr.type == PROTO_STDOUT ? 0 : 1;
 			if (errno != EPIPE)
 				p->r = pd_error(p->err, errno, "cannot write the command's output");
@@ -269,6 +282,7 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
 		p.in_fd = req->in_fd;
 		p.out_fd = req->out_fd;
 		p.err_fd = req->err_fd;
+		p.escape_err = req->escape_err;
 		if (p.in_fd < 0) {
 			uint8_t zero = 0;
 			p.stdin_open = false;
@@ -292,7 +306,7 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
 int session_run_on(int conn, char **argv, int in_fd, int out_fd, pd_err *err)
 {
 	struct session_req req = {.argv = argv, .redirect = true, .in_fd = in_fd, .out_fd = out_fd,
-				  .err_fd = STDERR_FILENO, .user = "agent"};
+				  .err_fd = STDERR_FILENO, .user = "agent", .escape_err = true};
 	int status;
 	int r = session_run(conn, 1, &req, &status, err);
 	return r < 0 ? r : status;

@@ -15,6 +15,9 @@ struct session_req {
 	/* redirect: use these fds instead of the terminal (never a tty); in_fd -1 = no stdin */
 	bool redirect;
 	int in_fd, out_fd, err_fd;
+	/* the command is paddock's own (tar for diff, apply, cp): its stderr names the box's
+	 * files, so it is escaped for the terminal (ws_escape) like every other box name */
+	bool escape_err;
 	/* a lock (STORE_SNAPSHOT_LOCK, shared) closed once the box says the session's process
 	 * exists (PROTO_STARTED), or when the session ends; NULL: none */
 	int *start_lock;

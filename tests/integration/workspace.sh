@@ -240,6 +240,14 @@ t_terminal_escapes_are_shown_escaped() {
 	out=$(pd diff ws7)
 	case "$out" in *$'\033'*) fail "raw ESC reached the terminal";; esac
 	assert_contains "$out" "esc.txt"
+	# a name paddock's own tar complains about (unreadable: "cannot open NAME") reaches the
+	# terminal through that tar's stderr: escaped there too, on diff and on stop
+	pd exec ws7 -- sh -c 'n=$(printf "evil\033]0;pwned\007\033[2J"); echo x >"$n"; chmod 000 "$n"'
+	out=$(pd diff ws7 2>&1)
+	case "$out" in *$'\033'*|*$'\007'*) fail "raw ESC from a box file name reached the terminal (diff): $out";; esac
+	assert_contains "$out" 'evil\x1b]0;pwned'
+	out=$(pd stop ws7 2>&1) || true
+	case "$out" in *$'\033'*|*$'\007'*) fail "raw ESC from a box file name reached the terminal (stop): $out";; esac
 	pd rm -f ws7
 }
 t_cp_in_and_out() {
