@@ -182,10 +182,14 @@ int egress_engine_dns(struct egress_engine *e, const uint8_t *q, size_t qlen, ui
 
 static size_t buf_room(const struct buf *b) { return EGRESS_BUF_MAX - b->len; }
 
-static void buf_reserve(struct buf *b, size_t want)
+/* Room for want more bytes, never beyond EGRESS_BUF_MAX: false (nothing changed) when the
+ * buffer cannot take them. Every writer into a buffer goes through here or buf_room. */
+static bool buf_reserve(struct buf *b, size_t want)
 {
+	if (want > EGRESS_BUF_MAX - b->len)
+		return false;
 	if (b->cap - b->len >= want)
-		return;
+		return true;
 	size_t cap = b->cap ? b->cap : 4096;
 	while (cap - b->len < want)
 		cap *= 2;
@@ -193,13 +197,16 @@ static void buf_reserve(struct buf *b, size_t want)
 		cap = EGRESS_BUF_MAX;
 	b->d = xrealloc(b->d, cap);
 	b->cap = cap;
+	return true;
 }
 
-static void buf_append(struct buf *b, const void *p, size_t n)
+static bool buf_append(struct buf *b, const void *p, size_t n)
 {
-	buf_reserve(b, n);
+	if (!buf_reserve(b, n))
+		return false;
 	memcpy(b->d + b->len, p, n);
 	b->len += n;
+	return true;
 }
 
 static void buf_consume(struct buf *b, size_t n)
@@ -330,7 +337,7 @@ static void refuse(struct conn *c, const char *reason)
 		_cleanup_free_ char *resp = egress_http_response(upstream ? 502 : 403, reason, &n);
 		/* what the box may still see: only the refusal */
 		c->down.len = 0;
-		buf_append(&c->down, resp, n);
+		(void)buf_append(&c->down, resp, n);
 		c->state = S_DRAIN;
 	} else {
 		c->state = S_DEAD;
@@ -440,7 +447,7 @@ static void dial_done(struct conn *c)
 	c->deadline = 0;
 	if (c->connect_reply) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		buf_append(&c->down, ok, sizeof(ok) - 1);
+		(void)buf_append(&c->down, ok, sizeof(ok) - 1); /* the first bytes down: it fits */
 		c->connect_reply = false;
 	}
 }
@@ -471,13 +478,15 @@ static int check_tls(struct conn *c)
 
 /* Rewrites an absolute-form request line in the unchecked part of up to origin-form; with
  * add_host (an HTTP/1.0 request that named its host only in the URL) a Host header follows
- * it, so the origin-form request is complete. */
-static void rewrite_origin(struct conn *c, const struct egress_httpreq *q, bool add_host)
+ * it, so the origin-form request is complete. False when the rewritten request would not fit
+ * the buffer (a box that pipelines a full buffer of such requests without reading): the
+ * caller refuses it, as the buffer's bound is never crossed. */
+static bool rewrite_origin(struct conn *c, const struct egress_httpreq *q, bool add_host)
 {
 	uint8_t *h = c->up.d + c->up_ok;
 	const char *eol = memchr(h, '\n', q->head_len);
 	if (!eol)
-		return;
+		return false;
 	size_t line_end = (size_t)((const uint8_t *)eol - h) + 1;
 	const char *path = (const char *)h + q->path_off;
 	size_t plen = q->path_len;
@@ -489,12 +498,14 @@ static void rewrite_origin(struct conn *c, const struct egress_httpreq *q, bool 
 					      q->http_major, q->http_minor, add_host ? "Host: " : "",
 					      add_host ? q->host : "", add_host ? port : "", add_host ? "\r\n" : "");
 	size_t nl = strlen(line), rest = c->up.len - c->up_ok - line_end;
-	buf_reserve(&c->up, nl > line_end ? nl - line_end : 0);
+	if (!buf_reserve(&c->up, nl > line_end ? nl - line_end : 0))
+		return false;
 	h = c->up.d + c->up_ok;
 	memmove(h + nl, h + line_end, rest);
 	memcpy(h, line, nl);
 	c->up.len = c->up_ok + nl + rest;
 	c->hs.fed = 0;
+	return true;
 }
 
 static bool drop_empty_lines(struct conn *c);
@@ -520,7 +531,10 @@ static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
 			refuse(c, "proxy-request-for-another-host");
 			return -1;
 		}
-		rewrite_origin(c, &q, c->hs.n_host == 0);
+		if (!rewrite_origin(c, &q, c->hs.n_host == 0)) {
+			refuse(c, "request-too-large");
+			return -1;
+		}
 		egress_httpreq_init(&c->hs);
 		r = egress_httpreq_feed(&c->hs, (const char *)c->up.d + c->up_ok, c->up.len - c->up_ok, &q, &why);
 		if (r != 1) {
@@ -614,6 +628,10 @@ static bool tchar(uint8_t b)
 	return ascii_alpha(b) || (b >= '0' && b <= '9') || (b && strchr("!#$%&'*+-.^_`|~", b));
 }
 
+/* What separates a method from its target for the most lenient server: Python's str.split()
+ * also splits on VT, FF and the separators 0x1c-0x1f (CR and LF end the line instead) */
+static bool http_sep(uint8_t b) { return b == ' ' || b == '\t' || b == '\v' || b == '\f' || (b >= 0x1c && b <= 0x1f); }
+
 static int looks_http(const uint8_t *d, size_t len)
 {
 	size_t k = 0;
@@ -629,7 +647,7 @@ static int looks_http(const uint8_t *d, size_t len)
 	}
 	if (i == len)
 		return 0;
-	if (i == k || (d[i] != ' ' && d[i] != '\t'))
+	if (i == k || !http_sep(d[i]))
 		return -1; /* not "TOKEN SP …": another protocol */
 	if (letters && i - k >= 3 && i - k <= 11)
 		return 1; /* a method as servers know them: at once */
@@ -638,7 +656,7 @@ static int looks_http(const uint8_t *d, size_t len)
 	for (size_t j = i; j < len && j < k + LOOKS_LINE_MAX; j++) {
 		if (d[j] == '\n')
 			return -1;
-		if (j + 5 <= len && (d[j - 1] == ' ' || d[j - 1] == '\t') && memcmp(d + j, "HTTP/", 5) == 0)
+		if (j + 5 <= len && http_sep(d[j - 1]) && memcmp(d + j, "HTTP/", 5) == 0)
 			return 1;
 	}
 	return len >= k + LOOKS_LINE_MAX ? 1 : 0;
