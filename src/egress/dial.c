@@ -1,5 +1,6 @@
 /* dial.c — vetting upstream addresses and the --resolve map. */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <resolv.h>
 #include <netinet/in.h>
@@ -79,6 +80,30 @@ const char *egress_addr_vet(const struct sockaddr *sa)
 	if (sa->sa_family == AF_INET6)
 		return vet_v6(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 	return "not-inet";
+}
+
+/* Whether sa is an address of one of this host's own interfaces: the supervisor dials from
+ * the host's network namespace, where a connection to its own public or global address is as
+ * good as one to loopback (every service bound to 0.0.0.0 or :: answers). 1 yes, 0 no, -errno
+ * when the host's addresses cannot be listed (the caller refuses then: fail closed). */
+int egress_addr_is_local(const struct sockaddr *sa)
+{
+	struct ifaddrs *ifs = NULL;
+	if (getifaddrs(&ifs) < 0)
+		return -errno;
+	int found = 0;
+	for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
+		const struct sockaddr *a = i->ifa_addr;
+		if (!a || a->sa_family != sa->sa_family)
+			continue;
+		if (a->sa_family == AF_INET)
+			found = ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+		else if (a->sa_family == AF_INET6)
+			found = IN6_ARE_ADDR_EQUAL(&((const struct sockaddr_in6 *)a)->sin6_addr,
+						   &((const struct sockaddr_in6 *)sa)->sin6_addr);
+	}
+	freeifaddrs(ifs);
+	return found;
 }
 
 struct resolve_entry {
@@ -190,6 +215,9 @@ int egress_resolve(const struct egress_resolve_map *m, const char *canon_name, u
 	int r = -EHOSTUNREACH;
 	for (struct addrinfo *a = res; a; a = a->ai_next) {
 		const char *why = egress_addr_vet(a->ai_addr);
+		int local = why ? 0 : egress_addr_is_local(a->ai_addr);
+		if (local != 0)
+			why = local > 0 ? "host-address" : "host-addresses-unknown";
 		if (why) {
 			*ret_reason = why;
 			continue;

@@ -19,6 +19,10 @@
 #include "util/error.h"
 
 /* NULL if sa may be dialled; else a short reason ("loopback", "private", ...). */
+/* 1 when sa is an address of one of this host's interfaces, 0 when not, -errno when they
+ * cannot be listed. egress_resolve refuses such an answer ("host-address") unless --resolve
+ * named it. */
+int egress_addr_is_local(const struct sockaddr *sa);
 const char *egress_addr_vet(const struct sockaddr *sa);
 
 /* A --resolve map: NAME=ADDR entries (ADDR an IPv4 or IPv6 literal). */

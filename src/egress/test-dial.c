@@ -1,6 +1,7 @@
 /* test-dial.c — upstream address vetting, the --resolve map, and resolution without the
  * host's search domains. */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
@@ -232,10 +233,34 @@ static void test_resolve_ignores_search_domains(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* The host's own addresses (loopback's and every other interface's) are recognised, so a
+ * name the box got allowed cannot be pointed by its DNS at the host's public or global
+ * address; an address no interface holds is not. */
+static void test_host_addresses_are_local(void **state)
+{
+	(void)state;
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	assert_int_equal(egress_addr_is_local((struct sockaddr *)&a), 1);
+	inet_pton(AF_INET, "192.0.2.77", &a.sin_addr);
+	assert_int_equal(egress_addr_is_local((struct sockaddr *)&a), 0);
+	struct ifaddrs *ifs = NULL;
+	assert_int_equal(getifaddrs(&ifs), 0);
+	int seen = 0;
+	for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
+		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6)) {
+			assert_int_equal(egress_addr_is_local(i->ifa_addr), 1);
+			seen++;
+		}
+	freeifaddrs(ifs);
+	assert_true(seen >= 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vet),
+		cmocka_unit_test(test_host_addresses_are_local),
 		cmocka_unit_test(test_resolve_map),
 		cmocka_unit_test(test_resolve_ignores_search_domains),
 	};
