@@ -554,6 +554,15 @@ static int check_http_head(struct egress_engine *e, struct conn *c, bool first)
 		refuse(c, "chunked-request-body");
 		return -1;
 	}
+	if (q.expect_len) {
+		/* "Expect: 100-continue" goes no further: a front that answered 100 (or anything)
+		 * before the body arrived could take the body for the next request; the box's
+		 * client sends its body after its own short wait instead */
+		uint8_t *h = c->up.d + c->up_ok;
+		memmove(h + q.expect_off, h + q.expect_off + q.expect_len, c->up.len - c->up_ok - q.expect_off - q.expect_len);
+		c->up.len -= q.expect_len;
+		q.head_len -= q.expect_len;
+	}
 	(void)e, (void)first;
 	c->nreq++;
 	if (c->state == S_RELAY)

@@ -73,6 +73,11 @@ static int finish_header(struct egress_httpreq_state *s)
 		s->n_te++;
 		s->te_off = s->val_off;
 		s->te_len = s->val_len;
+	} else if (name_is(f, s->field_len, "expect")) {
+		s->n_expect++;
+		s->expect_field_off = s->field_off;
+		s->expect_off = s->val_off;
+		s->expect_len = s->val_len;
 	}
 	s->field_len = s->val_len = 0;
 	return 0;
@@ -360,6 +365,29 @@ static const char *check_framing(const struct egress_httpreq_state *s,
 	return NULL;
 }
 
+/* Expect: only one "100-continue" is taken, and its whole line is reported for the engine to
+ * drop (the box's client then sends its body after its own short wait, which is what it does
+ * with a server that ignores Expect). Anything else is refused, as a server would (417). */
+static const char *check_expect(const struct egress_httpreq_state *s, struct egress_httpreq *req)
+{
+	if (s->n_expect == 0)
+		return NULL;
+	if (s->n_expect > 1)
+		return "more than one Expect header";
+	const char *v = s->buf + s->expect_off;
+	size_t n = s->expect_len;
+	trim_ows(&v, &n);
+	if (n != 12 || strncasecmp(v, "100-continue", 12) != 0)
+		return "Expect other than 100-continue";
+	const char *end = memmem(s->buf + s->expect_off + s->expect_len, req->head_len - s->expect_off - s->expect_len,
+				 "\r\n", 2);
+	if (!end)
+		return "malformed Expect header";
+	req->expect_off = s->expect_field_off;
+	req->expect_len = (size_t)(end + 2 - (s->buf + s->expect_field_off));
+	return NULL;
+}
+
 /* Exactly "METHOD SP target SP HTTP/1.x CRLF": http_parser tolerates extra spaces, and a
  * request line two parsers could split differently is not worth accepting. */
 static const char *check_request_line(const struct egress_httpreq_state *s,
@@ -390,6 +418,8 @@ static const char *check_head(struct egress_httpreq_state *s, struct egress_http
 		why = check_framing(s, req);
 	if (!why)
 		why = check_host_header(s, req);
+	if (!why)
+		why = check_expect(s, req);
 	return why;
 }
 

@@ -9,7 +9,9 @@
  * other than exactly "chunked", obs-fold, bare CR or LF line ends, NUL or control bytes,
  * header names with spaces, userinfo or fragments in URLs, absolute-form whose host differs
  * from Host, repeated Host, heads over EGRESS_HTTP_HEAD_MAX bytes or with more than
- * EGRESS_HTTP_HEADERS_MAX headers, HTTP versions other than 1.0/1.1.
+ * EGRESS_HTTP_HEADERS_MAX headers, HTTP versions other than 1.0/1.1, an Expect other than one
+ * "100-continue" (which is reported, for the caller to drop: with it a front that answers
+ * before the body would read the body as the next request — the "0.CL" desync).
  *
  * Only the head is parsed: ret->head_len says where it ends, so the caller sees whether
  * pipelined bytes follow (after a CONNECT they are tunnel data, to be checked as such).
@@ -49,6 +51,8 @@ struct egress_httpreq {
 	bool upgrade;                   /* Upgrade requested (or CONNECT): the rest is not HTTP */
 	bool chunked;
 	int64_t content_length;         /* -1 when absent */
+	size_t expect_off, expect_len;  /* an "Expect: 100-continue" line (name to CRLF) in buf,
+					 * which the engine drops before forwarding (len 0: none) */
 };
 
 /* Incremental state: init once per request, then feed the whole head buffer as it grows. */
@@ -59,11 +63,11 @@ struct egress_httpreq_state {
 	/* what the callbacks saw; offsets into the caller's buffer */
 	const char *buf;
 	const char *reason;
-	unsigned nheaders, n_host, n_cl, n_te;
+	unsigned nheaders, n_host, n_cl, n_te, n_expect;
 	int cur;             /* which interesting header the current field is */
 	bool in_value;
 	size_t url_off, url_len, field_off, field_len, val_off, val_len;
-	size_t host_off, host_len, te_off, te_len;
+	size_t host_off, host_len, te_off, te_len, expect_field_off, expect_off, expect_len;
 	struct egress_httpreq *req;
 };
 

@@ -394,6 +394,23 @@ static void test_empty_header_value(void **state)
 	assert_string_equal(req.host, "a.com");
 }
 
+/* "Expect: 100-continue" is taken and its exact line reported (the engine drops it: the 0.CL
+ * desync needs a front that answers before the body); every other Expect is refused. */
+static void test_expect(void **state)
+{
+	const char *h = "POST /u HTTP/1.1\r\nHost: a.com\r\nexpect:  100-Continue \r\nContent-Length: 3\r\n\r\nabc";
+	ok(h);
+	assert_int_equal(req.content_length, 3);
+	assert_int_equal(req.expect_len, strlen("expect:  100-Continue \r\n"));
+	assert_memory_equal(h + req.expect_off, "expect:  100-Continue \r\n", req.expect_len);
+	ok("POST /u HTTP/1.1\r\nHost: a.com\r\nContent-Length: 3\r\n\r\nabc");
+	assert_int_equal(req.expect_len, 0);
+	refused("POST /u HTTP/1.1\r\nHost: a.com\r\nExpect: 100-continue\r\nExpect: 100-continue\r\n"
+		"Content-Length: 3\r\n\r\nabc", "more than one Expect");
+	refused("POST /u HTTP/1.1\r\nHost: a.com\r\nExpect: 200-ok\r\nContent-Length: 3\r\n\r\nabc", "Expect");
+	refused("POST /u HTTP/1.1\r\nHost: a.com\r\nExpect: 100-continue, foo\r\n\r\n", "Expect");
+}
+
 static void test_upgrade_flag(void **state)
 {
 	ok("GET /ws HTTP/1.1\r\nHost: a.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
@@ -432,6 +449,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_expect),
 		cmocka_unit_test(test_attack_connect_pipelined_second_request),
 		cmocka_unit_test(test_pipelined_get_after_get),
 		cmocka_unit_test(test_connect_bad_targets),
