@@ -132,6 +132,15 @@ static void test_exec_classes(void **state)
 	assert_int_equal(ws_path_exec_class(".devcontainer/devcontainer.json", false), WS_EXEC_DEVCONTAINER);
 	assert_int_equal(ws_path_exec_class(".devcontainer.json", false), WS_EXEC_DEVCONTAINER);
 	assert_int_equal(ws_path_exec_class(".idea/workspace.xml", false), WS_EXEC_IDEA);
+	assert_int_equal(ws_path_exec_class(".husky/pre-commit", false), WS_EXEC_HOOK_MANAGER);
+	assert_int_equal(ws_path_exec_class(".husky/_/h", false), WS_EXEC_HOOK_MANAGER);
+	assert_int_equal(ws_path_exec_class("web/.husky", true), WS_EXEC_HOOK_MANAGER);
+	assert_int_equal(ws_path_exec_class(".githooks/pre-push", false), WS_EXEC_HOOK_MANAGER);
+	assert_int_equal(ws_path_exec_class(".pre-commit-config.yaml", false), WS_EXEC_HOOK_MANAGER);
+	assert_int_equal(ws_path_exec_class("lefthook.yml", false), WS_EXEC_HOOK_MANAGER);
+	assert_int_equal(ws_path_exec_class(".lefthook.yml", false), WS_EXEC_HOOK_MANAGER);
+	assert_int_equal(ws_path_exec_class("docs/lefthook.yml", false), WS_EXEC_NONE);
+	assert_int_equal(ws_path_exec_class(".HUSKY/pre-commit", false), WS_EXEC_HOOK_MANAGER);
 	assert_int_equal(ws_path_exec_class("Makefile", false), WS_EXEC_NONE);
 	assert_int_equal(ws_path_exec_class(".env", false), WS_EXEC_NONE);
 	assert_int_equal(ws_path_exec_class("src/main.c", false), WS_EXEC_NONE);

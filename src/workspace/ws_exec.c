@@ -100,6 +100,16 @@ static enum ws_exec class_by_name(char **c, size_t n, bool is_dir)
 		return WS_EXEC_IDEA;
 	if (n == 1 && streq(last, WS_IGNORE_FILE))
 		return WS_EXEC_IGNORE_RULES;
+	/* hook managers: git runs what core.hooksPath names (husky sets .husky/_, many projects
+	 * .githooks) or what the manager's config lists, at the next commit, with no other step
+	 * by the user — as .git/hooks itself */
+	if (any_is(c, 0, n, ".husky") || any_is(c, 0, n, ".githooks"))
+		return WS_EXEC_HOOK_MANAGER;
+	if (n == 1 && (streq(last, ".pre-commit-config.yaml") || streq(last, ".pre-commit-config.yml") ||
+		       streq(last, "lefthook.yml") || streq(last, "lefthook.yaml") || streq(last, ".lefthook.yml") ||
+		       streq(last, ".lefthook.yaml") || streq(last, "lefthook-local.yml") ||
+		       streq(last, ".lefthook-local.yml")))
+		return WS_EXEC_HOOK_MANAGER;
 	return WS_EXEC_NONE;
 }
 

@@ -64,6 +64,7 @@ static const char *const exec_names[WS_EXEC_MAX] = {
 	[WS_EXEC_VSCODE] = "VS Code tasks/settings",
 	[WS_EXEC_DEVCONTAINER] = "devcontainer",
 	[WS_EXEC_IDEA] = "JetBrains workspace",
+	[WS_EXEC_HOOK_MANAGER] = "git hook manager (husky, pre-commit, lefthook, .githooks)",
 	[WS_EXEC_IGNORE_RULES] = "paddock's copy-in exclusions",
 	[WS_EXEC_GIT_INTERNAL] = "git internals (use apply --branch)",
 };

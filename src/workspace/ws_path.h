@@ -82,6 +82,8 @@ enum ws_exec {
 	WS_EXEC_VSCODE,
 	WS_EXEC_DEVCONTAINER,
 	WS_EXEC_IDEA,
+	WS_EXEC_HOOK_MANAGER,    /* .husky/, .githooks/, .pre-commit-config.yaml, lefthook.yml:
+				  * what a hook manager (or a core.hooksPath) runs at the next commit */
 	WS_EXEC_IGNORE_RULES,    /* the project's .paddockignore: what the next copy-in leaves out
 				  * (a box re-including .env would hand the host's secrets to the
 				  * next box) */
