@@ -114,9 +114,10 @@ static int on_headers_complete(http_parser *p)
 		return -1;
 	s->in_value = false;
 	s->req->chunked = (p->flags & F_CHUNKED) != 0;
-	s->req->content_length =
-		p->content_length == ULLONG_MAX || p->content_length > INT64_MAX
-			? -1 : (int64_t)p->content_length;
+	/* ULLONG_MAX: none given; a length past INT64_MAX is not "no body" to anyone else */
+	if (p->content_length != ULLONG_MAX && p->content_length > INT64_MAX)
+		return refuse(s, "Content-Length too large");
+	s->req->content_length = p->content_length == ULLONG_MAX ? -1 : (int64_t)p->content_length;
 	s->req->keep_alive = http_should_keep_alive(p) != 0;
 	return 1; /* head only: tell the parser there is no body to read */
 }

@@ -411,6 +411,15 @@ static void test_expect(void **state)
 	refused("POST /u HTTP/1.1\r\nHost: a.com\r\nExpect: 100-continue, foo\r\n\r\n", "Expect");
 }
 
+/* A Content-Length past what int64 holds is refused, never read as "no body" */
+static void test_huge_content_length(void **state)
+{
+	refused("POST /u HTTP/1.1\r\nHost: a.com\r\nContent-Length: 9223372036854775808\r\n\r\n", NULL);
+	refused("POST /u HTTP/1.1\r\nHost: a.com\r\nContent-Length: 18446744073709551614\r\n\r\n", NULL);
+	ok("POST /u HTTP/1.1\r\nHost: a.com\r\nContent-Length: 9223372036854775807\r\n\r\n");
+	assert_true(req.content_length == INT64_MAX);
+}
+
 static void test_upgrade_flag(void **state)
 {
 	ok("GET /ws HTTP/1.1\r\nHost: a.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
@@ -450,6 +459,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_expect),
+		cmocka_unit_test(test_huge_content_length),
 		cmocka_unit_test(test_attack_connect_pipelined_second_request),
 		cmocka_unit_test(test_pipelined_get_after_get),
 		cmocka_unit_test(test_connect_bad_targets),
