@@ -232,7 +232,12 @@ int proto_decode_exec(const struct proto_frame *f, struct proto_exec *ret)
 {
 	if (f->hdr.type != PROTO_EXEC)
 		return -EBADMSG;
-	memset(ret, 0, sizeof(*ret));
+	/* the scalars only: the argv/envp arrays (64 KiB of pointers) are filled up to argc and
+	 * envc and terminated below; zeroing them all cost PID 1 sixteen fresh pages per exec */
+	ret->argc = ret->envc = 0;
+	ret->cwd = ret->user = NULL;
+	ret->tty = false;
+	ret->rows = ret->cols = 0;
 	struct proto_tlv_iter it = {f->payload, f->hdr.len};
 	uint16_t tag;
 	const uint8_t *v;

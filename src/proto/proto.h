@@ -72,6 +72,8 @@ struct proto_frame {
 };
 
 /* An exec request, decoded. Strings point into the frame payload (no copies). */
+/* Decoded EXEC: argv[0..argc] and envp[0..envc] are set (the last of each NULL); entries
+ * past them are left as they were (proto_decode_exec does not clear 64 KiB it will not use) */
 struct proto_exec {
 	const char *argv[PROTO_MAX_ARGS + 1];
 	size_t argc;
