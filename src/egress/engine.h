@@ -31,7 +31,6 @@
 #define EGRESS_BUF_MAX (256u * 1024)
 #define EGRESS_HEAD_TIMEOUT_MS 10000
 #define EGRESS_DIAL_TIMEOUT_MS 10000
-#define EGRESS_IDLE_TIMEOUT_MS (30 * 60 * 1000)
 #define EGRESS_CONNS_MAX 4096
 
 enum egress_conn_kind {
