@@ -4,6 +4,7 @@
  * fetched into refs/heads/BRANCH: git objects are data; nothing is checked out, and every
  * hook is disabled for the host-side git commands (core.hooksPath=/dev/null). */
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -42,7 +43,16 @@ static _noreturn_ void bundle_out(const char *box_dir, bool uncommitted, int out
 
 /* git's exit status; what it printed (stdout and stderr, the first msgn-1 bytes) in msg, shown
  * only when it failed ("bundle verify -q" still says "is okay") */
+static int run_git_env(char *const *argv, char *const *envp, char *msg, size_t msgn);
+
 static int run_git(char *const *argv, char *msg, size_t msgn)
+{
+	/* only what git needs: no inherited GIT_* that could point it elsewhere */
+	char *envp[] = {"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", NULL};
+	return run_git_env(argv, envp, msg, msgn);
+}
+
+static int run_git_env(char *const *argv, char *const *envp, char *msg, size_t msgn)
 {
 	int p[2];
 	msg[0] = '\0';
@@ -50,8 +60,6 @@ static int run_git(char *const *argv, char *msg, size_t msgn)
 		return -errno;
 	pid_t pid = fork();
 	if (pid == 0) {
-		/* only what git needs: no inherited GIT_* that could point it elsewhere */
-		char *envp[] = {"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", NULL};
 		if (dup2(p[1], 1) >= 0 && dup2(p[1], 2) >= 0)
 			execve("/usr/bin/git", argv, envp);
 		_exit(127);
@@ -118,4 +126,38 @@ int apply_branch(const char *box_dir, const char *project, const char *branch, b
 	}
 	printf("branch %s now holds the sandbox's commits (nothing was checked out)\n", branch);
 	return 0;
+}
+
+char **cli_git_hook_dirs(const char *project)
+{
+	/* the user's own effective configuration (global and system included: a global
+	 * core.hooksPath=.githooks applies to every repository), read by git itself; `config
+	 * --get` runs no hook, filter or fsmonitor. No git, no value, no repository: nothing. */
+	const char *home = getenv("HOME");
+	_cleanup_free_ char *henv = xasprintf("HOME=%s", home && *home ? home : "/nonexistent");
+	char *envp[] = {"PATH=/usr/bin:/bin", henv, NULL};
+	char *argv[] = {"git", "-C", (char *)project, "-c", "core.fsmonitor=false", "config", "--get", "core.hooksPath", NULL};
+	char out[PATH_MAX + 64];
+	if (access("/usr/bin/git", X_OK) < 0 || run_git_env(argv, envp, out, sizeof(out)) != 0)
+		return NULL;
+	size_t n = strlen(out);
+	while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '\n'))
+		out[--n] = '\0';
+	if (n == 0)
+		return NULL;
+	_cleanup_free_ char *abs = NULL;
+	const char *v = out;
+	if (v[0] == '~' && v[1] == '/' && home && *home)
+		v = abs = xasprintf("%s/%s", home, v + 2);
+	if (v[0] == '/') { /* inside the project or not the box's to write */
+		size_t pl = strlen(project);
+		if (strncmp(v, project, pl) != 0 || (v[pl] != '/' && v[pl] != '\0'))
+			return NULL;
+		v += pl;
+		while (*v == '/')
+			v++;
+		if (!*v)
+			v = "."; /* the project's root itself: every file is a hook */
+	}
+	return strv_append(NULL, v);
 }

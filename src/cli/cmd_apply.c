@@ -149,6 +149,9 @@ int cmd_apply(int argc, char **argv)
 	a.o.waiting = cli_apply_waiting;
 	if (r == 0)
 		wsnap_print_notes(&s.notes, true);
+	/* the host's core.hooksPath, when it points into the project, is flagged like .git/hooks */
+	_cleanup_strv_ char **hooks = r == 0 ? cli_git_hook_dirs(s.project) : NULL;
+	ws_exec_set_hook_dirs(hooks);
 	if (r == 0)
 		r = ws_apply(s.project, &s.base, &s.box, s.staging_fd, &a.o, &rep, &err);
 	ws_progress_end(&bar);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 
+#include "cli/applybranch.h"
 #include "cli/cli.h"
 #include "cli/wsnap.h"
 #include "workspace/ws_diff.h"
@@ -61,6 +62,9 @@ int cmd_diff(int argc, char **argv)
 	}
 	struct ws_diff d;
 	ws_diff_compute(&s.base, &s.box, &d);
+	/* the host's core.hooksPath, when it points into the project, is flagged like .git/hooks */
+	_cleanup_strv_ char **hooks = cli_git_hook_dirs(s.project);
+	ws_exec_set_hook_dirs(hooks);
 	ws_diff_mark_exec(&d, &s.box, s.staging_fd);
 	_cleanup_close_ int root = open(s.project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct ws_content_host ch = {.host_rootfd = root, .staging_fd = s.staging_fd};

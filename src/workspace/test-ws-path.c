@@ -154,6 +154,31 @@ static void test_exec_folding(void **state)
 	assert_int_equal(ws_path_exec_class(".git/hook\xc5\xbf/x", false), WS_EXEC_GIT_HOOK); /* LONG S */
 	assert_int_equal(ws_path_exec_class(".ENVRC", false), WS_EXEC_ENVRC);
 	assert_int_equal(ws_path_exec_class(".git\xef\xbb\xbf/config", false), WS_EXEC_GIT_CONFIG); /* BOM */
+	assert_int_equal(ws_path_exec_class(".g\xc2\xadit/config", false), WS_EXEC_GIT_CONFIG); /* SOFT HYPHEN */
+	assert_int_equal(ws_path_exec_class(".git/ho\xef\xb8\x8foks/x", false), WS_EXEC_GIT_HOOK); /* VS16 */
+	assert_int_equal(ws_path_exec_class(".envrc\xf3\xa0\x80\x81", false), WS_EXEC_ENVRC); /* TAG */
+	assert_int_equal(ws_path_exec_class(".vs\xcd\x8f" "code/tasks.json", false), WS_EXEC_VSCODE); /* CGJ */
+	assert_int_equal(ws_path_exec_class(".git\xc3\xa9/config", false), WS_EXEC_NONE); /* e-acute: a letter */
+}
+
+/* core.hooksPath inside the project: what lies under it is a git hook (folded, with or
+ * without ./ and a trailing slash); cleared, it is an ordinary path again */
+static void test_exec_hook_dirs(void **state)
+{
+	char *dirs[] = {"./tools/Hooks/", NULL};
+	ws_exec_set_hook_dirs(dirs);
+	assert_int_equal(ws_path_exec_class("tools/hooks/pre-commit", false), WS_EXEC_GIT_HOOK);
+	assert_int_equal(ws_path_exec_class("TOOLS/hooks", true), WS_EXEC_GIT_HOOK);
+	assert_int_equal(ws_path_exec_class("tools/hooksx/pre-commit", false), WS_EXEC_NONE);
+	assert_int_equal(ws_path_exec_class("tools/other", false), WS_EXEC_NONE);
+	char *root[] = {".", NULL};
+	ws_exec_set_hook_dirs(root);
+	assert_int_equal(ws_path_exec_class("pre-commit", false), WS_EXEC_GIT_HOOK);
+	assert_int_equal(ws_path_exec_class("README", false), WS_EXEC_NONE);
+	assert_int_equal(ws_path_exec_class("src/pre-commit", false), WS_EXEC_NONE);
+	ws_exec_set_hook_dirs(NULL);
+	assert_int_equal(ws_path_exec_class("tools/hooks/pre-commit", false), WS_EXEC_NONE);
+	assert_int_equal(ws_path_exec_class("pre-commit", false), WS_EXEC_NONE);
 }
 
 static void test_gitattributes(void **state)
@@ -204,6 +229,13 @@ static void test_escape(void **state)
 	ESC("\xed\xa0\x80", WS_ESC_NAME, "\\xed\\xa0\\x80");
 	ESC("ok\xe2\x82", WS_ESC_NAME, "ok\\xe2\\x82");
 	ESC("\xf4\x90\x80\x80", WS_ESC_NAME, "\\xf4\\x90\\x80\\x80");
+	/* hidden text: tag characters (U+E0041 'A'), soft hyphen, Hangul filler, variation
+	 * selectors in names; VS16 of an emoji in contents passes */
+	ESC("x\xf3\xa0\x81\x81y", WS_ESC_CONTENT, "x\\u{E0041}y");
+	ESC("a\xc2\xad" "b", WS_ESC_NAME, "a\\u{00AD}b");
+	ESC("\xe3\x85\xa4", WS_ESC_CONTENT, "\\u{3164}");
+	ESC("\xe2\x9d\xa4\xef\xb8\x8f", WS_ESC_NAME, "\xe2\x9d\xa4\\u{FE0F}");
+	ESC("\xe2\x9d\xa4\xef\xb8\x8f", WS_ESC_CONTENT, "\xe2\x9d\xa4\xef\xb8\x8f");
 	/* valid non-ASCII passes */
 	ESC("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80", WS_ESC_NAME, "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80");
 	assert_true(ws_utf8_valid("caf\xc3\xa9", 5));
@@ -220,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_symlink_targets),
 		cmocka_unit_test(test_exec_classes),
 		cmocka_unit_test(test_exec_folding),
+		cmocka_unit_test(test_exec_hook_dirs),
 		cmocka_unit_test(test_gitattributes),
 		cmocka_unit_test(test_escape),
 	};

@@ -55,15 +55,25 @@ static size_t utf8_decode(const unsigned char *s, size_t left, uint32_t *ret_cp)
 	return n;
 }
 
-/* C1 controls, bidi controls and invisible formatting characters. */
-static bool cp_needs_escape(uint32_t cp)
+/* C1 controls, bidi controls and invisible characters: Unicode's whole Default_Ignorable set
+ * (text hidden in tag characters U+E00xx reads as nothing on a terminal, and some tools pass
+ * it on to a model) — but for the emoji presentation selectors VS15/VS16 in contents, which
+ * every other emoji carries. */
+static bool cp_needs_escape(uint32_t cp, unsigned flags)
 {
+	if ((cp == 0xfe0e || cp == 0xfe0f) && !(flags & WS_ESC_NAME))
+		return false;
 	return (cp >= 0x80 && cp <= 0x9f) ||
+	       cp == 0xad || cp == 0x34f ||          /* SOFT HYPHEN, COMBINING GRAPHEME JOINER */
 	       cp == 0x061c ||                       /* ARABIC LETTER MARK */
+	       (cp >= 0x115f && cp <= 0x1160) || (cp >= 0x17b4 && cp <= 0x17b5) || (cp >= 0x180b && cp <= 0x180f) ||
 	       (cp >= 0x200b && cp <= 0x200f) ||     /* zero-width, LRM, RLM */
 	       (cp >= 0x2028 && cp <= 0x202e) ||     /* line/para separators, LRE..RLO */
-	       (cp >= 0x2060 && cp <= 0x2069) ||     /* word joiner .. PDI (LRI/RLI/FSI/PDI) */
-	       cp == 0xfeff;                         /* zero-width no-break space / BOM */
+	       (cp >= 0x2060 && cp <= 0x206f) ||     /* word joiner .. PDI, and the deprecated formats */
+	       cp == 0x3164 || (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xffa0 || (cp >= 0xfff0 && cp <= 0xfffb) ||
+	       cp == 0xfeff ||                       /* zero-width no-break space / BOM */
+	       (cp >= 0x1bca0 && cp <= 0x1bca3) || (cp >= 0x1d173 && cp <= 0x1d17a) ||
+	       (cp >= 0xe0000 && cp <= 0xe0fff);     /* tags, variation selectors supplement */
 }
 
 static void put_ascii(struct out *o, unsigned char c, unsigned flags)
@@ -93,7 +103,7 @@ char *ws_escape(const char *buf, size_t len, unsigned flags)
 		size_t n = utf8_decode(s + i, len - i, &cp);
 		if (n == 0) {
 			put_byte_esc(&o, s[i++]);
-		} else if (cp_needs_escape(cp)) {
+		} else if (cp_needs_escape(cp, flags)) {
 			char b[16];
 			int k = snprintf(b, sizeof(b), "\\u{%04X}", (unsigned)cp);
 			put(&o, b, (size_t)k);

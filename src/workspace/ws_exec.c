@@ -10,17 +10,43 @@
 
 #define GITATTR_MAX (1u << 20)
 
-/* Unicode characters some filesystems ignore in names (HFS+) — dropped when folding. */
+/* Unicode's Default_Ignorable_Code_Point set — what HFS+ and the kernel's casefolding
+ * (utf8 nfdicf, before Linux 6.14) drop from names — is dropped when folding, so
+ * ".g<SOFT HYPHEN>it" is ".git" here as it may be on the host. */
+static bool ignorable_cp(uint32_t c)
+{
+	return c == 0xad || c == 0x34f || c == 0x61c || (c >= 0x115f && c <= 0x1160) || (c >= 0x17b4 && c <= 0x17b5) ||
+	       (c >= 0x180b && c <= 0x180f) || (c >= 0x200b && c <= 0x200f) || (c >= 0x202a && c <= 0x202e) ||
+	       (c >= 0x2060 && c <= 0x206f) || c == 0x3164 || (c >= 0xfe00 && c <= 0xfe0f) || c == 0xfeff ||
+	       c == 0xffa0 || (c >= 0xfff0 && c <= 0xfff8) || (c >= 0x1bca0 && c <= 0x1bca3) ||
+	       (c >= 0x1d173 && c <= 0x1d17a) || (c >= 0xe0000 && c <= 0xe0fff);
+}
+
+/* Whether s starts with a (well-formed, shortest-form) UTF-8 sequence of an ignorable code
+ * point; its length in *ret_len. */
 static bool ignorable(const unsigned char *s, size_t left, size_t *ret_len)
 {
-	if (left >= 3 && s[0] == 0xe2 && s[1] == 0x80 &&
-	    ((s[2] >= 0x8b && s[2] <= 0x8f) || (s[2] >= 0xaa && s[2] <= 0xae)))
-		return *ret_len = 3, true; /* U+200B..200F, U+202A..202E */
-	if (left >= 3 && s[0] == 0xe2 && s[1] == 0x81 && s[2] >= 0xa0 && s[2] <= 0xaf)
-		return *ret_len = 3, true; /* U+2060..206F */
-	if (left >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
-		return *ret_len = 3, true; /* U+FEFF */
-	return false;
+	uint32_t c;
+	size_t n;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, c = s[0] & 0x1fu;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, c = s[0] & 0x0fu;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, c = s[0] & 0x07u;
+	else
+		return false;
+	if (left < n)
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return false;
+		c = (c << 6) | (s[i] & 0x3fu);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return false;
+	*ret_len = n;
+	return ignorable_cp(c);
 }
 
 /* Folds case (ASCII, KELVIN SIGN -> k, LONG S -> s) and drops ignorable characters. */
@@ -113,9 +139,63 @@ static enum ws_exec class_by_name(char **c, size_t n, bool is_dir)
 	return WS_EXEC_NONE;
 }
 
+/* core.hooksPath directories inside the project (folded), set by the CLI from the host's git
+ * configuration: what git runs from there is a git hook like .git/hooks' */
+static char **hook_dirs;
+
+void ws_exec_set_hook_dirs(char *const *dirs)
+{
+	strv_free(hook_dirs);
+	hook_dirs = NULL;
+	for (char *const *d = dirs; d && *d; d++) {
+		_cleanup_free_ char *f = fold(*d);
+		char *p = f;
+		while (p[0] == '.' && p[1] == '/')
+			p += 2;
+		size_t n = strlen(p);
+		while (n > 0 && p[n - 1] == '/')
+			p[--n] = '\0';
+		hook_dirs = strv_append(hook_dirs, n == 0 || streq(p, ".") ? "" : p);
+	}
+}
+
+/* githooks(5): the names git runs from a hooks directory */
+static bool is_hook_name(const char *n)
+{
+	static const char *const names[] = {
+		"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+		"prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
+		"pre-push", "pre-receive", "update", "proc-receive", "post-receive", "post-update",
+		"reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
+		"fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",
+		"post-index-change",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (streq(n, names[i]))
+			return true;
+	return false;
+}
+
+static bool in_hook_dir(const char *folded)
+{
+	for (char **d = hook_dirs; d && *d; d++) {
+		size_t n = strlen(*d);
+		if (n == 0) { /* the project's root is the hooks directory: its hooks by name */
+			if (!strchr(folded, '/') && is_hook_name(folded))
+				return true;
+			continue;
+		}
+		if (strncmp(folded, *d, n) == 0 && (folded[n] == '\0' || folded[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
 enum ws_exec ws_path_exec_class(const char *path, bool is_dir)
 {
 	_cleanup_free_ char *f = fold(path);
+	if (in_hook_dir(f))
+		return WS_EXEC_GIT_HOOK;
 	char *comps[4097];
 	size_t n = split(f, comps, ARRAY_SIZE(comps));
 	if (n == 0)

@@ -114,6 +114,10 @@ enum ws_reason ws_symlink_check(const char *linkpath, const char *target, const 
 /* Classifies a path by name only (ASCII case and Unicode look-alikes folded, as a
  * case-insensitive host filesystem would). is_dir: the entry is a directory. */
 enum ws_exec ws_path_exec_class(const char *path, bool is_dir);
+/* Directories (project-relative) that git runs hooks from besides .git/hooks — the host's
+ * core.hooksPath when it points into the project; NULL clears. Everything under them is
+ * then WS_EXEC_GIT_HOOK. */
+void ws_exec_set_hook_dirs(char *const *dirs);
 
 /* True if a gitattributes text sets filter=, diff= or merge= anywhere (those run drivers).
  * Texts over 1 MiB count as true. */

@@ -133,6 +133,25 @@ t_host_executing_paths_need_consent() {
 	[ ! -e "$P/.git/hooks/post-checkout" ] || fail "hook written without consent"
 	pd rm -f ws4
 }
+# git runs hooks from core.hooksPath when the host's configuration sets one: a directory of the
+# project named there is .git/hooks for apply's purposes (as are .husky/ and .githooks/)
+t_hooks_path_inside_the_project_needs_consent() {
+	mkproj
+	git -C "$P" init -q && git -C "$P" config core.hooksPath tools/hooks && chmod -R a+rwX "$P/.git"
+	(cd "$P" && pd create wshp >/dev/null)
+	pd exec wshp -- sh -c 'mkdir -p tools/hooks .husky && printf "#!/bin/sh\necho pwned\n" >tools/hooks/pre-commit
+		printf "npm test\n" >.husky/pre-commit; echo ok >tools/notes.txt'
+	local out
+	out=$(pd diff --stat wshp)
+	assert_contains "$out" "host-executing"
+	out=$(pd apply wshp 2>&1) && fail "apply with unconsented hooks exited 0"
+	[ ! -e "$P/tools/hooks/pre-commit" ] || fail "a core.hooksPath hook was written: $out"
+	[ ! -e "$P/.husky/pre-commit" ] || fail "a husky hook was written: $out"
+	assert_eq "$(cat "$P/tools/notes.txt")" "ok"
+	pd apply --fresh --allow-exec-paths tools/hooks wshp >/dev/null 2>&1 || true
+	[ -e "$P/tools/hooks/pre-commit" ] || fail "the hook named with --allow-exec-paths was not applied"
+	pd rm -f wshp
+}
 # The project's .paddockignore decides which host secrets stay out of every box: a box that
 # re-includes .env there must not get it applied, or the next box would receive the key.
 t_a_box_cannot_widen_the_ignore_rules() {
