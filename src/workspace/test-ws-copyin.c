@@ -97,6 +97,14 @@ static void test_gitconfig_filter(void **state)
 	filter_is("[http]\n\textraHeader = a \\\n  continued SECRET\n\tpostBuffer = 1\n",
 		  "[http]\n\tpostBuffer = 1\n", true);
 	filter_is("[Credential]\n\thelper = x", "", true);
+	/* git takes a key on the header's own line: the key goes, the header (and its section's
+	 * other keys) stay; a ']' inside the quoted subsection does not end the header */
+	filter_is("[http \"https://github.com/\"] extraheader = AUTHORIZATION: basic SECRET\n\tsslVerify = true\n",
+		  "[http \"https://github.com/\"]\n\tsslVerify = true\n", true);
+	filter_is("[http \"https://a]b/\"]extraHeader=x: SECRET \\\n more SECRET\n\tpostBuffer = 1\n",
+		  "[http \"https://a]b/\"]\n\tpostBuffer = 1\n", true);
+	filter_is("[credential] helper = store\n[core]\n", "[core]\n", true);
+	filter_is("[core] editor = vi\n", "[core] editor = vi\n", false);
 }
 
 struct fx {

@@ -92,6 +92,23 @@ static bool continues(const char *s, const char *end)
 	return n % 2 == 1;
 }
 
+/* For a "[section "sub"] key = value" line (git takes a key after the header on the same
+ * line), where the header ends (just past its ']'); NULL when it does not close. */
+static const char *header_end(const char *s, const char *end)
+{
+	s = skip_ws(s, end) + 1; /* past '[' */
+	bool quoted = false;
+	for (; s < end; s++) {
+		if (quoted && *s == '\\' && s + 1 < end)
+			s++;
+		else if (*s == '"')
+			quoted = !quoted;
+		else if (!quoted && *s == ']')
+			return s + 1;
+	}
+	return NULL;
+}
+
 char *ws_gitconfig_filter(const char *in, size_t len, size_t *ret_len, bool *ret_changed)
 {
 	struct buf out = {.p = xmalloc(len + 1)};
@@ -99,15 +116,25 @@ char *ws_gitconfig_filter(const char *in, size_t len, size_t *ret_len, bool *ret
 	for (const char *s = in, *end = in + len; s < end;) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *e = nl ? nl + 1 : end; /* the line with its newline */
+		const char *keep_to = NULL; /* a header line whose own key goes: the header stays */
 		if (!cont) { /* a continuation line shares the fate of the line it continues */
+			const char *he = is_header(s, e) ? header_end(s, e) : NULL;
 			if (is_header(s, e))
 				in_cred = credential_header(s, e);
-			drop = in_cred || extraheader_key(s, e);
+			drop = in_cred || extraheader_key(s, e) || (he && extraheader_key(he, e));
+			if (drop && !in_cred && he)
+				keep_to = he;
 		}
-		if (drop)
+		if (keep_to) {
+			append(&out, s, (size_t)(keep_to - s));
+			if (e > s && e[-1] == '\n')
+				append(&out, "\n", 1);
 			changed = true;
-		else
+		} else if (drop) {
+			changed = true;
+		} else {
 			changed |= copy_stripping_userinfo(&out, s, e);
+		}
 		cont = continues(s, e);
 		s = e;
 	}
