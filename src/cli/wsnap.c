@@ -363,6 +363,11 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err
 	if (r < 0)
 		return pd_err_prefix(err, "cannot read %s of '%s'", mount ? mount : "the workspace", name);
 	s->taken = time(NULL);
+	/* group/other write bits the host did not have do not come out of the box: what diff
+	 * shows and apply writes is the limited mode (ws_manifest_limit_modes) */
+	mode_t um = umask(022);
+	umask(um);
+	ws_manifest_limit_modes(&s->box, &s->base, um);
 	staging_gc(s);
 	/* the notes first: a manifest without them is an older snapshot's, read as having none */
 	r = ws_notes_save(&s->notes, s->box_fd, notes, err);

@@ -98,6 +98,34 @@ static void test_from_dir(void **state)
 	ws_notes_free(&notes);
 }
 
+/* A box cannot open the host's files to group or others: write bits survive only where the
+ * host entry had them, or (new entries) where the umask allows; exec bits are the box's. */
+static void test_limit_modes(void **state)
+{
+	(void)state;
+	struct ws_manifest base = {0}, box = {0};
+	ws_manifest_add(&base, &(struct ws_entry){.path = "a", .type = WS_FILE, .mode = 0644});
+	ws_manifest_add(&base, &(struct ws_entry){.path = "g", .type = WS_FILE, .mode = 0664});
+	ws_manifest_add(&base, &(struct ws_entry){.path = "t", .type = WS_DIR, .mode = 0755});
+	ws_manifest_sort(&base);
+	ws_manifest_add(&box, &(struct ws_entry){.path = "a", .type = WS_FILE, .mode = 0777});
+	ws_manifest_add(&box, &(struct ws_entry){.path = "g", .type = WS_FILE, .mode = 0666});
+	ws_manifest_add(&box, &(struct ws_entry){.path = "new", .type = WS_FILE, .mode = 0666});
+	ws_manifest_add(&box, &(struct ws_entry){.path = "t", .type = WS_DIR, .mode = 0777});
+	ws_manifest_add(&box, &(struct ws_entry){.path = "l", .type = WS_SYMLINK, .mode = 0777, .target = "a"});
+	ws_manifest_sort(&box);
+	ws_manifest_limit_modes(&box, &base, 022);
+	assert_int_equal(ws_manifest_find(&box, "a")->mode, 0755);  /* exec bits kept, write not */
+	assert_int_equal(ws_manifest_find(&box, "g")->mode, 0664);  /* the host's group write stays */
+	assert_int_equal(ws_manifest_find(&box, "new")->mode, 0644);
+	assert_int_equal(ws_manifest_find(&box, "t")->mode, 0755);
+	assert_int_equal(ws_manifest_find(&box, "l")->mode, 0777);  /* a symlink has no mode of its own */
+	ws_manifest_limit_modes(&box, &base, 002);
+	assert_int_equal(ws_manifest_find(&box, "new")->mode, 0644); /* nothing widens again */
+	ws_manifest_free(&base);
+	ws_manifest_free(&box);
+}
+
 static void test_save_load(void **state)
 {
 	struct fx *f = *state;
@@ -439,6 +467,7 @@ static void test_tar_same_content_twice(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_limit_modes),
 		cmocka_unit_test_setup_teardown(test_from_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_rejects, setup, teardown),

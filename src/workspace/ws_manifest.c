@@ -147,3 +147,15 @@ enum ws_exec ws_manifest_exec(const struct ws_manifest *m, const struct ws_entry
 		x = WS_EXEC_NONE;
 	return x;
 }
+
+void ws_manifest_limit_modes(struct ws_manifest *box, const struct ws_manifest *base, mode_t umask_bits)
+{
+	for (size_t i = 0; i < box->n; i++) {
+		struct ws_entry *e = &box->v[i];
+		if (e->type != WS_FILE && e->type != WS_DIR)
+			continue;
+		const struct ws_entry *b = ws_manifest_find(base, e->path);
+		mode_t allowed = b && b->type == e->type ? b->mode : (mode_t)(0777 & ~umask_bits);
+		e->mode &= (mode_t)~(022 & ~allowed);
+	}
+}

@@ -53,6 +53,11 @@ struct ws_entry *ws_manifest_add(struct ws_manifest *m, const struct ws_entry *e
 /* Sorts by path (strcmp); ws_manifest_find() needs a sorted manifest. */
 void ws_manifest_sort(struct ws_manifest *m);
 const struct ws_entry *ws_manifest_find(const struct ws_manifest *m, const char *path);
+/* The box may not widen who can write on the host: a file's or directory's group/other write
+ * bits survive only where the host entry of that path and type had them (its copy-in base),
+ * or, for a new entry, where the host user's umask lets them. Exec and read bits are the
+ * box's. Run on a box snapshot (sorted base), before diff shows it and apply writes it. */
+void ws_manifest_limit_modes(struct ws_manifest *box, const struct ws_manifest *base, mode_t umask_bits);
 const char *ws_type_str(enum ws_type t);
 
 void ws_notes_add(struct ws_notes *n, enum ws_reason r, const char *path, const char *detail);

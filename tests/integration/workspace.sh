@@ -133,6 +133,17 @@ t_host_executing_paths_need_consent() {
 	[ ! -e "$P/.git/hooks/post-checkout" ] || fail "hook written without consent"
 	pd rm -f ws4
 }
+# The box cannot make the host's files writable by group or others: a 0666 file arrives as
+# 0644 under umask 022, a 0777 script as 0755; diff shows the mode apply writes
+t_apply_does_not_widen_write_permission() {
+	mkproj
+	(cd "$P" && pd create wsmd >/dev/null)
+	pd exec wsmd -- sh -c 'echo x >new.txt; chmod 666 new.txt; printf "#!/bin/sh\n" >run.sh; chmod 777 run.sh; chmod 666 a.txt'
+	(umask 022; pd apply wsmd >/dev/null 2>&1) || true
+	assert_eq "$(stat -c %a "$P/new.txt") $(stat -c %a "$P/run.sh")" "644 755"
+	assert_eq "$(stat -c %a "$P/a.txt")" "$(stat -c %a "$P/src/m.c")" "a.txt kept its host mode"
+	pd rm -f wsmd
+}
 # git runs hooks from core.hooksPath when the host's configuration sets one: a directory of the
 # project named there is .git/hooks for apply's purposes (as are .husky/ and .githooks/)
 t_hooks_path_inside_the_project_needs_consent() {
