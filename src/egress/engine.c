@@ -52,6 +52,7 @@ struct conn {
 	bool after_upgrade; /* HTTP: the last request asked for an Upgrade */
 	uint32_t nreq;      /* HTTP: requests let through so far */
 	int64_t t0, deadline;
+	bool explicit_addr; /* the upstream address came from --resolve */
 	uint64_t nup, ndown;
 };
 
@@ -65,6 +66,7 @@ struct egress_engine {
 	size_t n, max;
 	uint64_t next_id;
 	struct egress_resolver *resolver; /* started by the first name --resolve does not map */
+	egress_resolve_fn resolve_fn;     /* what its workers call; NULL: egress_resolve */
 	int ridx;                         /* its fd's pollfd slot this round, -1 if none */
 	void (*fd_hook)(void *opaque, int fd);
 	void *fd_hook_opaque;
@@ -121,6 +123,11 @@ void egress_engine_set_policy(struct egress_engine *e, const struct egress_polic
 		snprintf(c->rule, sizeof(c->rule), "%s", rule ? rule : "");
 		refuse(c, "denied-by-policy-change");
 	}
+}
+
+void egress_engine_set_resolve_fn(struct egress_engine *e, egress_resolve_fn fn)
+{
+	e->resolve_fn = fn;
 }
 const struct egress_policy *egress_engine_policy(const struct egress_engine *e) { return e->policy; }
 size_t egress_engine_count(const struct egress_engine *e) { return e->n; }
@@ -390,11 +397,13 @@ static void start_dial(struct egress_engine *e, struct conn *c)
 	struct sockaddr_storage sa;
 	socklen_t len;
 	if (egress_resolve_map_lookup(e->resolve, c->name, c->port, &sa, &len)) {
+		c->explicit_addr = true; /* --resolve named it: any address, the host's own too */
 		dial(e, c, &sa, len);
 		return;
 	}
 	if (!e->resolver) {
-		if (egress_resolver_new(&e->resolver) < 0) {
+		if ((e->resolve_fn ? egress_resolver_new_with(e->resolve_fn, &e->resolver)
+				   : egress_resolver_new(&e->resolver)) < 0) {
 			refuse(c, "resolver-failed");
 			return;
 		}
@@ -434,12 +443,33 @@ static void resolved(struct egress_engine *e)
 	}
 }
 
+static bool same_host_ends(int fd)
+{
+	struct sockaddr_storage l, p;
+	socklen_t ll = sizeof(l), pl = sizeof(p);
+	if (getsockname(fd, (struct sockaddr *)&l, &ll) < 0 || getpeername(fd, (struct sockaddr *)&p, &pl) < 0)
+		return true; /* cannot tell: fail closed */
+	if (l.ss_family != p.ss_family)
+		return false;
+	if (l.ss_family == AF_INET)
+		return ((struct sockaddr_in *)&l)->sin_addr.s_addr == ((struct sockaddr_in *)&p)->sin_addr.s_addr;
+	return l.ss_family == AF_INET6 &&
+	       IN6_ARE_ADDR_EQUAL(&((struct sockaddr_in6 *)&l)->sin6_addr, &((struct sockaddr_in6 *)&p)->sin6_addr);
+}
+
 static void dial_done(struct conn *c)
 {
 	int soerr = 0;
 	socklen_t sl = sizeof(soerr);
 	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
 		refuse(c, "connect-failed");
+		return;
+	}
+	/* a connection whose two ends have the same address stayed on this host: an address the
+	 * host answers for without it being on an interface (a local route, AnyIP) got past the
+	 * resolver's check, and reaches what listens on 0.0.0.0 or :: here */
+	if (!c->explicit_addr && same_host_ends(c->ufd)) {
+		refuse(c, "host-address");
 		return;
 	}
 	c->connected = true;

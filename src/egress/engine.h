@@ -26,6 +26,7 @@
 #include "egress/audit.h"
 #include "egress/dial.h"
 #include "egress/policy.h"
+#include "egress/resolver.h"
 #include "net/fakeip.h"
 
 #define EGRESS_BUF_MAX (256u * 1024)
@@ -48,6 +49,9 @@ struct egress_engine *egress_engine_new(const char *box, struct egress_audit *au
 void egress_engine_free(struct egress_engine *e);
 /* The policy in force from now on (the engine does not own it; swap it whole). */
 void egress_engine_set_policy(struct egress_engine *e, const struct egress_policy *p);
+/* What resolves names --resolve does not map (before the first one is resolved): tests give
+ * a fake; the default is egress_resolve (the host's resolver, vetted answers). */
+void egress_engine_set_resolve_fn(struct egress_engine *e, egress_resolve_fn fn);
 const struct egress_policy *egress_engine_policy(const struct egress_engine *e);
 
 /* fn(opaque, fd) for every fd the engine itself creates (an upstream socket), before it is

@@ -39,7 +39,7 @@ struct fx {
 static void fx_setup(struct fx *f, int upstream_rcvbuf)
 {
 	memset(f, 0, sizeof(*f));
-	f->ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	f->ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	assert_true(f->ls >= 0);
 	if (upstream_rcvbuf)
 		setsockopt(f->ls, SOL_SOCKET, SO_RCVBUF, &upstream_rcvbuf, sizeof(upstream_rcvbuf));
@@ -149,12 +149,66 @@ static void test_expect_line_is_dropped(void **state)
 	fx_teardown(&f);
 }
 
+static unsigned fake_port;
+
+/* b.test "resolves" to this host's loopback, as an address the host answers for without the
+ * resolver's range check knowing (a local route) would */
+static int resolve_to_self(const char *name, uint16_t port, struct sockaddr_storage *ret, socklen_t *ret_len,
+			   const char **ret_reason)
+{
+	(void)name, (void)port, (void)ret_reason;
+	struct sockaddr_in *in = (struct sockaddr_in *)ret;
+	memset(ret, 0, sizeof(*ret));
+	in->sin_family = AF_INET;
+	in->sin_port = htons((uint16_t)fake_port);
+	in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	*ret_len = sizeof(*in);
+	return 0;
+}
+
+/* A connection whose two ends are the same address stayed on this host: refused after the
+ * connect (host-address) unless --resolve named the address; nothing reaches the listener. */
+static void test_connection_to_the_host_itself_is_refused(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_setup(&f, 0);
+	pd_err err = {0};
+	assert_int_equal(egress_policy_add(f.p, "b.test:*", false, &err), 0);
+	fake_port = f.port;
+	egress_engine_set_resolve_fn(f.e, resolve_to_self);
+	char req[128];
+	snprintf(req, sizeof(req), "CONNECT b.test:%u HTTP/1.1\r\nHost: b.test:%u\r\n\r\n", f.port, f.port);
+	assert_int_equal(write(f.box, req, strlen(req)), (ssize_t)strlen(req));
+	int up = -1;
+	char got[64];
+	ssize_t r = 0;
+	for (int round = 0; round < 400 && egress_engine_count(f.e) > 0; round++) {
+		fx_step(&f);
+		if (up < 0)
+			up = accept4(f.ls, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (up >= 0 && r <= 0)
+			r = read(up, got, sizeof(got));
+	}
+	assert_int_equal(egress_engine_count(f.e), 0);
+	assert_true(r <= 0); /* the listener got no byte of the box's */
+	_cleanup_free_ char *log = NULL;
+	size_t loglen = 0;
+	assert_int_equal(read_file_at(AT_FDCWD, f.logpath, 1 << 20, &log, &loglen), 0);
+	if (!strstr(log, "host-address"))
+		fail_msg("no host-address refusal in the audit log: %s", log);
+	if (up >= 0)
+		close(up);
+	fx_teardown(&f);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* as in the supervisor */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pipelined_absolute_requests_stay_in_bounds),
 		cmocka_unit_test(test_expect_line_is_dropped),
+		cmocka_unit_test(test_connection_to_the_host_itself_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
