@@ -155,18 +155,28 @@ static int child_privileges(const struct child_spec *s)
 	return r;
 }
 
-static int child_close_fds(void)
+static int close_from_to(unsigned int lo, unsigned int hi)
 {
-	/* The control channel, the signalfd and every other session's fds are O_CLOEXEC
-	 * already; closing them all before exec makes that a guarantee, not a convention. */
-	if (close_range(3, ~0u, 0) == 0)
+	if (lo > hi || close_range(lo, hi, 0) == 0)
 		return 0;
 	if (errno != ENOSYS)
 		return -errno;
 	long max = sysconf(_SC_OPEN_MAX);
-	for (long fd = 3; fd < (max > 0 ? max : 65536); fd++)
+	unsigned int end = max > 0 ? (unsigned int)max : 65536;
+	for (unsigned int fd = lo; fd <= hi && fd < end; fd++)
 		(void)close((int)fd);
 	return 0;
+}
+
+static int child_close_fds(const struct child_spec *s)
+{
+	/* The control channel, the signalfd and every other session's fds are O_CLOEXEC
+	 * already; closing them all before exec makes that a guarantee, not a convention. The
+	 * one kept, exec_fd, is O_CLOEXEC too: it tells PID 1 when the execve() happened. */
+	if (s->exec_fd < 3)
+		return close_from_to(3, ~0u);
+	int r = close_from_to(3, (unsigned int)s->exec_fd - 1);
+	return r < 0 ? r : close_from_to((unsigned int)s->exec_fd + 1, ~0u);
 }
 
 static void child_chdir(const struct child_spec *s)
@@ -202,14 +212,14 @@ _noreturn_ void child_exec(const struct child_spec *s)
 	if (streq(s->argv[0], WSSCAN_BUILTIN)) {
 		/* the box's scan of its own workspace: it keeps PID 1's credentials to pause every
 		 * process of the box, and only reads metadata (wsscan.c) */
-		if ((r = child_close_fds()) < 0)
+		if ((r = child_close_fds(s)) < 0)
 			child_fail(125, "cannot close inherited fds", NULL, -r);
 		_exit(guest_wsscan_main(s->argv));
 	}
 	r = child_privileges(s);
 	if (r < 0)
 		child_fail(125, "cannot drop privileges", NULL, -r);
-	r = child_close_fds();
+	r = child_close_fds(s);
 	if (r < 0)
 		child_fail(125, "cannot close inherited fds", NULL, -r);
 	if (streq(s->argv[0], WSALIAS_BUILTIN)) /* with the session's own credentials */

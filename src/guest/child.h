@@ -14,6 +14,7 @@ struct child_spec {
 	bool setgroups_deny;  /* /proc/self/setgroups is "deny": setgroups() cannot work here */
 	bool keep_caps;       /* root of a build box: keep the capabilities the runtime left */
 	int stdio[3];         /* become fds 0, 1, 2; all >= 3 (PID 1 keeps 0-2 occupied) */
+	int exec_fd;          /* O_CLOEXEC, kept open until the execve() (session.c), or -1 */
 };
 
 /* Sets the session up and execs it. Never returns: on failure it writes one line

@@ -52,6 +52,11 @@ static void exec_start(struct init *in, uint32_t id, const struct proto_exec *re
 	};
 	struct session *s;
 	int r = session_spawn(&sr, id, &s);
+	if (r == -ETIMEDOUT) {
+		send_error(in, id, ETIMEDOUT, "cannot start session: its process did not reach execve() within %d s "
+			   "(stopped by a process of the box?) and was killed", SESSION_EXEC_DEADLINE_MS / 1000);
+		return;
+	}
 	if (r < 0) {
 		send_error(in, id, -r, "cannot start session: %s", strerror(-r));
 		return;

@@ -1,5 +1,6 @@
 /* session.c — stdio, fork and I/O of one exec session (see session.h). */
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -85,15 +86,39 @@ static int spawn_child(void *spec)
 	child_exec(spec);
 }
 
+/* Waits until the child that shares our memory has let go of it: the write end of the pipe
+ * it holds is O_CLOEXEC, so EOF comes with its execve() or its exit. A child that does not get
+ * there in time is killed — a process of the box with the session's uid can SIGSTOP the child
+ * once it has dropped to that uid, and PID 1 must not freeze with it — and waited for the same
+ * way (exit releases the memory before it closes the fds). Returns 0 or -ETIMEDOUT. */
+static int spawn_wait_exec(pid_t pid, int rfd)
+{
+	struct pollfd p = {.fd = rfd, .events = POLLIN};
+	int n;
+	while ((n = poll(&p, 1, SESSION_EXEC_DEADLINE_MS)) < 0 && errno == EINTR)
+		;
+	if (n > 0)
+		return 0;
+	(void)kill(pid, SIGKILL); /* our own unreaped child: the pid cannot have been reused */
+	while ((n = poll(&p, 1, -1)) < 0 && errno == EINTR)
+		;
+	return -ETIMEDOUT;
+}
+
 /* Starts the session's process. A program is started by a child that shares PID 1's memory
- * until its execve() (clone(CLONE_VM | CLONE_VFORK), glibc's posix_spawn way), on a stack of
- * its own: no page tables copied, no page copied on write. Where page faults are slow (a
- * PVM-style nested host: ~11 µs each) a fork() of PID 1 costs ~0.85 ms, this ~25 µs.
- * PID 1 is suspended until the execve() or the child's _exit(): one child on the stack at a
- * time, and nothing of PID 1 runs while the child uses its memory. child.c keeps that path
- * free of allocation and global writes but environ, restored here. The built-ins run long,
- * allocate and must not hold PID 1: they get a fork(). Returns the pid or -errno. */
-static pid_t spawn(const struct child_spec *spec)
+ * until its execve() (clone(CLONE_VM), as glibc's posix_spawn does), on a stack of its own:
+ * no page tables copied, no page copied on write. Where page faults are slow (a PVM-style
+ * nested host: ~11 µs each) a fork() of PID 1 costs ~0.85 ms, this ~25 µs.
+ * PID 1 does nothing but wait (spawn_wait_exec) until the child has exec'd or exited: one
+ * child on the stack at a time, and nothing of PID 1 runs while the child uses its memory.
+ * Not CLONE_VFORK: that wait cannot be bounded, and a stopped child would hold PID 1 forever.
+ * child.c keeps that path free of allocation and global writes but environ, restored here.
+ * Sharing the memory gives a process of the box no way in: PID 1's memory is non-dumpable
+ * (init.c process_setup), and that is a property of the memory, so the child — even after it
+ * drops to the session's uid — cannot be ptraced, nor its /proc/PID/mem opened, until its
+ * execve() has left that memory. The built-ins run long, allocate and must not hold PID 1:
+ * they get a fork(). Returns the pid or -errno. */
+static pid_t spawn(struct child_spec *spec)
 {
 	static uint8_t stack[256u << 10] __attribute__((aligned(64))); /* execvpe's PATH buffers, a script's argv */
 	if (is_builtin(spec->argv[0])) {
@@ -102,11 +127,19 @@ static pid_t spawn(const struct child_spec *spec)
 			child_exec(spec);
 		return pid < 0 ? -errno : pid;
 	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	spec->exec_fd = p[1];
 	char **env = environ;
-	pid_t pid = clone(spawn_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)spec);
-	int e = errno;
+	pid_t pid = clone(spawn_child, stack + sizeof(stack), CLONE_VM | SIGCHLD, (void *)spec);
+	int r = pid < 0 ? -errno : 0;
+	close(p[1]);
+	if (pid > 0)
+		r = spawn_wait_exec(pid, p[0]);
+	close(p[0]);
 	environ = env;
-	return pid < 0 ? -e : pid;
+	return r < 0 ? r : pid;
 }
 
 static struct session *session_new(uint32_t id, pid_t pid, bool tty, const int ours[3])
@@ -132,7 +165,7 @@ int session_spawn(const struct session_req *req, uint32_t id, struct session **r
 		.argv = req->argv, .envp = req->envp, .cwd = req->cwd,
 		.uid = req->user.uid, .gid = req->user.gid, .root = req->user.root,
 		.tty = req->tty, .setgroups_deny = req->setgroups_deny, .keep_caps = req->keep_caps,
-		.stdio = {child[0], child[1], child[2]},
+		.stdio = {child[0], child[1], child[2]}, .exec_fd = -1,
 	};
 	pid_t pid = spawn(&spec);
 	r = pid < 0 ? pid : 0;

@@ -41,8 +41,13 @@ struct session {
 	uint64_t deadline;   /* once exited: when to stop waiting for output (monotonic ms) */
 };
 
-/* Allocates the session's stdio and forks it (the child execs req->argv). On failure nothing
- * is left behind. */
+/* How long PID 1 waits for a session's process to reach execve() (session.c spawn). The
+ * path there is a few syscalls; only a process that was stopped, or a filesystem that hangs,
+ * takes seconds. */
+#define SESSION_EXEC_DEADLINE_MS 5000
+
+/* Allocates the session's stdio and starts it (the child execs req->argv). On failure nothing
+ * is left behind; -ETIMEDOUT: the child did not reach execve() in time and was killed. */
 int session_spawn(const struct session_req *req, uint32_t id, struct session **ret);
 void session_free(struct session *s);
 

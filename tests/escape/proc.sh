@@ -92,6 +92,49 @@ t_kill_all() {
 	esc_host_unchanged
 }
 
+# A session's child shares the box init's memory until its execve() (session.c spawn). Once
+# it has dropped to the agent's uid the agent may SIGSTOP it; init must not freeze with it.
+# A PATH of 20000 missing directories widens that window to tens of milliseconds; the probe
+# stops the first such child it sees. That exec fails (125) after init's deadline instead of
+# hanging, the stopped child is gone, and the box still runs sessions.
+t_stopped_session_child_does_not_freeze_init() {
+	esc_begin
+	local name=spawn-$$ probe=/.probe/paddock-probe lp rc out i hit=
+	if [ "$PD_BACKEND" = vm ]; then
+		pd create --backend vm --workspace none "$name" >/dev/null || { fail "create"; return 1; }
+		pd cp "$PD_PROBE" "$name:/tmp" || { fail "cp probe"; return 1; }
+		probe=/tmp/paddock-probe
+	else
+		pd create --backend "$PD_BACKEND" --workspace none -v "$PD_PROBE:$probe:ro" "$name" >/dev/null ||
+			{ fail "create"; return 1; }
+	fi
+	lp=$(printf '/x:%.0s' $(seq 20000))/usr/bin:/bin
+	timeout -k 5 120 "$PADDOCK" exec "$name" -- "$probe" stop-spawns 100 >"$ESC_DIR/stopper" 2>&1 &
+	local spid=$!
+	for i in $(seq 100); do grep -q scanning "$ESC_DIR/stopper" && break; sleep 0.1; done
+	for i in $(seq 40); do
+		rc=0
+		out=$(timeout -k 5 60 "$PADDOCK" exec -e PATH="$lp" "$name" -- true 2>&1) || rc=$?
+		hit=$(sed -n 's/^stopped //p' "$ESC_DIR/stopper")
+		[ -n "$hit" ] && break
+		[ "$rc" = 0 ] || { fail "an exec failed ($rc): $out (124/137: it hung — init frozen with a stopped child)"; break; }
+	done
+	wait "$spid"
+	cat "$ESC_DIR/stopper"
+	if [ -z "$hit" ]; then
+		fail "the probe never caught a session's child before its execve(); nothing was tested"
+	else
+		echo "child $hit stopped; its exec: [exit $rc] $out"
+		assert_eq "$rc" 125 "the exec whose child was stopped ends with paddock's error, not a hang" &&
+			assert_contains "$out" "did not reach execve()"
+		rc=0
+		out=$(timeout -k 5 60 "$PADDOCK" exec "$name" -- sh -c "test ! -e /proc/$hit && echo alive" 2>&1) || rc=$?
+		assert_eq "$rc:$out" "0:alive" "init serves sessions afterwards and the stopped child is gone"
+	fi
+	pd rm -f "$name" >/dev/null 2>&1
+	esc_host_unchanged
+}
+
 # System V shm, queue and semaphore made on the host: not visible (own IPC namespace)
 t_sysv_ipc() {
 	esc_begin

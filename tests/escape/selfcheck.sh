@@ -15,6 +15,7 @@
 #   daemon              returns 0 by design; the check is that the daemon IS alive on the host
 #   fork-bomb, memory-hog, disk-fill  expect 1 without a limit and 0 under a small rlimit
 #   kill-all            runs in its own PID namespace with a canary it must kill
+#   stop-spawns         returns 0; the check is that it stopped a non-dumpable process
 set -u
 P=${PD_PROBE:?set PD_PROBE to the paddock-probe binary}
 P=$(realpath "$P")
@@ -129,9 +130,9 @@ expect kill-all 1 iso_sh "sleep 60 & '$P' kill-all \$!"
 expect personality 1 "$P" personality
 expect x32 "$(feature_want CONFIG_X86_X32_ABI)" "$P" x32
 # IA32 emulation can be built in and still off at run time (ia32_emulation=off, or a
-# hypervisor mode without it: "32-bit emulation disabled" in the kernel log)
+# hypervisor mode without it: "32-bit emulation disabled" or "IA-32 emulation off" in the kernel log)
 ia32=$(feature_want CONFIG_IA32_EMULATION)
-if grep -qE 'ia32_emulation=(0|off|false|n)' /proc/cmdline || dmesg 2>/dev/null | grep -q '32-bit emulation disabled'; then ia32=0; fi
+if grep -qE 'ia32_emulation=(0|off|false|n)' /proc/cmdline || dmesg 2>/dev/null | grep -qiE '32-bit emulation disabled|IA-32 emulation off'; then ia32=0; fi
 expect int80 "$ia32" "$P" int80
 expect kmod "$(feature_want CONFIG_MODULES)" "$P" kmod
 if kconfig CONFIG_KEXEC || kconfig CONFIG_KEXEC_FILE; then kx=1; else kx=0; fi
@@ -170,6 +171,26 @@ else
 	failed=$((failed + 1)); echo "FAIL daemon-detected        no process named $MARKER found"
 fi
 pkill_marker
+# --- stop-spawns: returns 0; detection = it stopped the one process of its uid whose
+# /proc/PID/exe it could not read (made non-dumpable here, as a session's child is before
+# its execve())
+out=$(as_nobody "$PY" -c '
+import ctypes, os, subprocess, sys, time
+pid = os.fork()
+if pid == 0:
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    time.sleep(30)
+    os._exit(0)
+time.sleep(0.3)
+r = subprocess.run([sys.argv[1], "stop-spawns", "5"], capture_output=True, text=True)
+print(r.stdout.strip(), "expected", pid)
+os.kill(pid, 9)
+' "$P" 2>&1)
+if [[ "$out" =~ stopped\ ([0-9]+).*expected\ ([0-9]+) ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]; then
+	pass=$((pass + 1)); echo "ok   stop-spawns            stopped the non-dumpable process"
+else
+	failed=$((failed + 1)); echo "FAIL stop-spawns            $out"
+fi
 
 echo "selfcheck: $pass passed, $failed failed"
 [ "$failed" = 0 ]

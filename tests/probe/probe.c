@@ -1708,6 +1708,45 @@ static int c_kill_all(int argc, char **argv)
 	return g_verdict;
 }
 
+/* stop-spawns SECONDS: for up to SECONDS, SIGSTOPs the first process it may signal but whose
+ * /proc/PID/exe it may not read — a session's child of the same uid that still shares the
+ * box's init's (non-dumpable) memory, between its setuid and its execve() — prints
+ * "stopped PID", never continues it, and exits. Whether the box's init froze with that child
+ * is for the test to find out (proc.sh); this only reports whether it found one. */
+static int c_stop_spawns(int argc, char **argv)
+{
+	long secs;
+	if (argc < 1 || !parse_long(argv[0], &secs) || secs <= 0)
+		return PROBE_ERROR;
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	printf("scanning\n");
+	do {
+		DIR *d = opendir("/proc");
+		if (!d)
+			return report(PROBE_ERROR, "opendir /proc: %s", errname(errno)), g_verdict;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			long pid;
+			char path[64], buf[PATH_MAX];
+			if (!parse_long(de->d_name, &pid) || pid <= 1 || pid == getpid())
+				continue;
+			snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+			if (readlink(path, buf, sizeof(buf)) >= 0 || errno != EACCES)
+				continue;
+			if (kill((pid_t)pid, SIGSTOP) == 0) {
+				printf("stopped %ld\n", pid);
+				closedir(d);
+				return g_verdict;
+			}
+		}
+		closedir(d);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < secs);
+	printf("found no child to stop\n");
+	return g_verdict;
+}
+
 /* ---------------------------------------------------------------- network */
 
 static void unix_connect(const char *name, bool abstract, int type)
@@ -2534,6 +2573,7 @@ static const struct check checks[] = {
 	{ "keyctl", c_keyctl, "", "add_key, keyctl read, request_key" },
 	{ "io-uring", c_io_uring, "", "io_uring_setup" },
 	{ "ptrace", c_ptrace, "[PID...]", "ptrace/process_vm_readv/proc mem/pidfd_getfd of PID 1 and parent" },
+	{ "stop-spawns", c_stop_spawns, "SECONDS", "SIGSTOP a session's child before its execve()" },
 	{ "kill-all", c_kill_all, "[CANARY_PID...]", "kill(-1, SIGKILL) reaches only the box" },
 	{ "abstract-unix", c_abstract_unix, "NAME", "connect to a host abstract unix socket" },
 	{ "unix-socket", c_unix_socket, "PATH", "connect to a host pathname unix socket" },
