@@ -834,6 +834,11 @@ static int c_mount(int argc, char **argv)
 	fd = (int)syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	must_fail(fd, errno_or(fd), DENIED, "open_tree / OPEN_TREE_CLONE");
 	close_if(fd);
+	/* open_tree_attr (Linux 6.15, x86-64 467): a clone of / with the read-only flag cleared */
+	uint64_t attr[4] = { 0, 0x1 /* attr_clr: MOUNT_ATTR_RDONLY */, 0, 0 };
+	fd = (int)syscall(467, AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE, attr, sizeof(attr));
+	must_fail(fd, errno_or(fd), DENIED, "open_tree_attr / OPEN_TREE_CLONE, read-only cleared");
+	close_if(fd);
 	if (argc == 0)
 		scratch_cleanup();
 	return g_verdict;

@@ -34,6 +34,7 @@ enum ns_sc_match {
 
 struct ns_sc_rule {
 	const char *syscall;
+	int nr;                /* x86-64 number, for a syscall newer than libseccomp's table; 0: by name */
 	enum ns_sc_action action;
 	enum ns_sc_match match;
 	unsigned n_args;

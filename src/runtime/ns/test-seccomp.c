@@ -25,7 +25,11 @@ static void test_table(void **state)
 	const struct ns_sc_rule *r = ns_seccomp_rules(&n);
 	assert_true(n > 50);
 	for (size_t i = 0; i < n; i++) {
-		assert_int_not_equal(seccomp_syscall_resolve_name(r[i].syscall), __NR_SCMP_ERROR);
+		int nr = seccomp_syscall_resolve_name(r[i].syscall);
+		/* by name, or by a number of its own that libseccomp does not know under another name */
+		assert_true(r[i].nr > 0 ? nr == __NR_SCMP_ERROR || nr == r[i].nr : nr != __NR_SCMP_ERROR);
+		if (r[i].nr > 0)
+			assert_null(seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, r[i].nr));
 		assert_true(strlen(r[i].reason) > 5);
 		assert_true(r[i].n_args <= 2);
 		assert_true(r[i].match != NS_SC_ARGS || r[i].n_args > 0);
@@ -36,6 +40,34 @@ static void test_table(void **state)
 		assert_false(streq(r[i].syscall, "execveat") || streq(r[i].syscall, "execve"));
 		assert_false(streq(r[i].syscall, "ptrace"));
 	}
+}
+
+static const struct ns_sc_rule *rule_for(const char *name)
+{
+	size_t n;
+	const struct ns_sc_rule *r = ns_seccomp_rules(&n);
+	for (size_t i = 0; i < n; i++)
+		if (streq(r[i].syscall, name))
+			return &r[i];
+	return NULL;
+}
+
+/* Every syscall that makes, moves or changes a mount, old API and new, down to the newest
+ * kernel's: a mount the box could make or change would undo its read-only binds. */
+static void test_mount_api_complete(void **state)
+{
+	(void)state;
+	static const char *const all[] = {
+		"mount", "umount2", "pivot_root", "chroot", "open_tree", "open_tree_attr", "move_mount",
+		"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
+		const struct ns_sc_rule *r = rule_for(all[i]);
+		assert_non_null(r);
+		assert_int_equal(r->match, NS_SC_ALWAYS);
+		assert_int_equal(r->action, NS_SC_EPERM);
+	}
+	assert_int_equal(rule_for("open_tree_attr")->nr, 467);
 }
 
 static bool intended(uint64_t v)
@@ -153,6 +185,7 @@ static _noreturn_ void behave(void)
 	DENIED(28, syscall(SYS_fsopen, "tmpfs", 0), EPERM);
 	DENIED(29, syscall(SYS_mount_setattr, -1, "", 0, NULL, 0), EPERM);
 	CHECK(30, getpid() > 0);
+	DENIED(31, syscall(467 /* open_tree_attr */, -1, "", 0, NULL, 0), EPERM);
 	_exit(0);
 }
 
@@ -222,6 +255,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_mount_api_complete),
 		cmocka_unit_test(test_personality_expansion),
 		cmocka_unit_test(test_build),
 		cmocka_unit_test(test_behaviour),
