@@ -425,22 +425,64 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* SIGKILLs each pid listed in dir/cgroup.procs through a pidfd; returns how many were listed. */
-static int kill_listed(const char *dir)
+/* The pids in dir/cgroup.procs (at most 1 MiB of text); *ret is NULL when there are none. */
+static size_t procs_read(const char *dir, pid_t **ret)
 {
 	_cleanup_free_ char *path = xasprintf("%s/cgroup.procs", dir), *text = NULL;
-	int n = 0;
+	size_t n = 0, cap = 0;
+	*ret = NULL;
 	if (read_file_at(AT_FDCWD, path, 1u << 20, &text, NULL) < 0)
 		return 0;
 	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		int fd = (int)syscall(SYS_pidfd_open, (pid_t)atoi(l), 0);
-		n++;
-		if (fd < 0)
+		long v = strtol(l, NULL, 10);
+		if (v <= 0 || v > INT32_MAX)
 			continue;
-		syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
-		close(fd);
+		if (n == cap)
+			*ret = xrealloc(*ret, (cap = cap ? 2 * cap : 64) * sizeof(pid_t)); /* < 2^19 entries */
+		(*ret)[n++] = (pid_t)v;
 	}
 	return n;
+}
+
+static size_t procs_relist(void *dir, pid_t **ret)
+{
+	return procs_read(dir, ret);
+}
+
+size_t ns_cgroup_kill_pids(const pid_t *pids, size_t n, size_t (*relist)(void *ctx, pid_t **ret), void *ctx)
+{
+	if (n == 0)
+		return 0;
+	_cleanup_free_ int *fds = xcalloc(n, sizeof(int));
+	for (size_t i = 0; i < n; i++)
+		fds[i] = (int)syscall(SYS_pidfd_open, pids[i], 0);
+	/* A listed process may have exited, and its pid gone to a process outside the box,
+	 * before its pidfd was opened. The list read after the opens settles it: a pidfd whose
+	 * process is still alive when signalled held that pid through the second read, so a pid
+	 * listed there is this very process, and it is in the box's cgroup. A process that has
+	 * died since fails the signal (ESRCH); nothing else is ever signalled. */
+	_cleanup_free_ pid_t *again = NULL;
+	size_t m = relist(ctx, &again);
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] < 0)
+			continue;
+		for (size_t j = 0; j < m; j++)
+			if (again[j] == pids[i]) {
+				syscall(SYS_pidfd_send_signal, fds[i], SIGKILL, NULL, 0);
+				break;
+			}
+		close(fds[i]);
+	}
+	return n;
+}
+
+/* SIGKILLs each process listed in dir/cgroup.procs (ns_cgroup_kill_pids); returns how many
+ * were listed. */
+static int kill_listed(const char *dir)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = procs_read(dir, &pids);
+	return (int)ns_cgroup_kill_pids(pids, n, procs_relist, (void *)dir);
 }
 
 /* Freezes the cgroup (so nothing forks or exits while we list it), kills, thaws; repeats

@@ -69,6 +69,10 @@ int ns_cgroup_attach(const struct ns_cgroup *cg, pid_t pid, pd_err *err);
 int ns_cgroup_open_join(const struct ns_cgroup *cg, int *ret_clone_fd, int ret_task_fds[NS_CG_MAX], pd_err *err);
 /* child: joins the box cgroup through p->cg_join_fds (no-op for fds of -1). */
 int ns_cgroup_join_self(const struct ns_plan *p, struct ns_report *rep);
+/* SIGKILLs, through pidfds, each of pids[0..n) that relist (a second reading of the
+ * cgroup's members, made after the pidfds were opened) still lists: a pid reused by a process
+ * outside the box between the first reading and the opens is left alone. Returns n. */
+size_t ns_cgroup_kill_pids(const pid_t *pids, size_t n, size_t (*relist)(void *ctx, pid_t **ret), void *ctx);
 /* SIGKILLs every process in the box cgroup (cgroup.kill on v2, freeze + kill + thaw on v1). */
 void ns_cgroup_kill(const struct ns_cgroup *cg);
 /* Removes the box cgroup directories, retrying briefly while they drain. */

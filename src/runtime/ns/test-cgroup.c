@@ -1,5 +1,7 @@
 /* test-cgroup.c — cgroup knob values derived from a box's limits. */
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
@@ -12,6 +14,54 @@ static const struct ns_knob *get(const struct ns_knob *k, size_t n, const char *
 		if (streq(k[i].file, file))
 			return &k[i];
 	return NULL;
+}
+
+struct relist {
+	const pid_t *pids;
+	size_t n;
+	size_t calls;
+};
+
+static size_t relist_fixed(void *ctx, pid_t **ret)
+{
+	struct relist *r = ctx;
+	r->calls++;
+	*ret = r->n ? xmalloc(r->n * sizeof(pid_t)) : NULL;
+	if (r->n)
+		memcpy(*ret, r->pids, r->n * sizeof(pid_t));
+	return r->n;
+}
+
+static pid_t sleeper(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+/* A pid read from cgroup.procs whose process left the box before its pidfd was opened may
+ * belong to a host process by then: only a pid the second reading still lists is killed. */
+static void test_kill_pids_rechecks(void **state)
+{
+	(void)state;
+	pid_t host = sleeper(), box = sleeper();
+	pid_t first[] = {host, box};
+	struct relist second = {.pids = &box, .n = 1};
+	assert_int_equal(ns_cgroup_kill_pids(first, 2, relist_fixed, &second), 2);
+	assert_int_equal(second.calls, 1);
+	int st;
+	assert_int_equal(waitpid(box, &st, 0), box);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(waitpid(host, &st, WNOHANG), 0); /* alive */
+	kill(host, SIGKILL);
+	assert_int_equal(waitpid(host, &st, 0), host);
+	/* an empty first reading signals nothing and does not read again */
+	assert_int_equal(ns_cgroup_kill_pids(NULL, 0, relist_fixed, &second), 0);
+	assert_int_equal(second.calls, 1);
 }
 
 static void test_quota(void **state)
@@ -69,6 +119,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_quota),
+		cmocka_unit_test(test_kill_pids_rechecks),
 		cmocka_unit_test(test_v2),
 		cmocka_unit_test(test_v1),
 	};
