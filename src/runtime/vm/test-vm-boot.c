@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -219,6 +220,28 @@ static void test_kill_keeps_disk(void **state)
 	box_done(&h, dir);
 }
 
+/* QEMU's stderr reaches qemu.log through the supervisor's capped copy: a SIGTERM makes QEMU
+ * say why it ends, and once the box is cleaned up (the copy joined) the diagnosis shows it. */
+static void test_qemu_output_reaches_log(void **state)
+{
+	_cleanup_free_ char *dir = new_box_dir();
+	_cleanup_free_ uint8_t *buf = xmalloc(PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD);
+	struct box_handle h;
+	box_up(dir, &h, buf);
+	assert_int_equal(kill(h.pid, SIGTERM), 0);
+	assert_int_equal(waitpid(h.pid, NULL, 0), h.pid);
+	close(h.ctl_fd);
+	runtime_vm.cleanup(&h);
+	_cleanup_free_ char *why = vm_box_diagnose(dir);
+	fprintf(stderr, "%s\n", why);
+	assert_non_null(strstr(why, "terminating on signal 15"));
+	_cleanup_free_ char *log = xasprintf("%s/%s", dir, VM_QEMU_LOG_FILE);
+	struct stat st;
+	assert_int_equal(stat(log, &st), 0);
+	assert_true(st.st_size > 0 && st.st_size <= VM_QEMU_LOG_CAP);
+	assert_int_equal(rm_rf(dir), 0);
+}
+
 static char *sha256_file(const char *path)
 {
 	char *argv[] = {"sha256sum", (char *)path, NULL}, *out = NULL;
@@ -277,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_doctor),
 		cmocka_unit_test(test_boot_hello_exec),
 		cmocka_unit_test(test_kill_keeps_disk),
+		cmocka_unit_test(test_qemu_output_reaches_log),
 		cmocka_unit_test(test_guest_wipes_disk_base_unchanged),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -92,6 +93,88 @@ static void test_flood_is_capped(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static char *slurp(const char *dir, const char *name, size_t *ret_len)
+{
+	_cleanup_free_ char *p = xasprintf("%s/%s", dir, name);
+	char *text = NULL;
+	assert_int_equal(read_file_at(AT_FDCWD, p, 64u << 20, &text, ret_len), 0);
+	return text;
+}
+
+/* The writer's model, with a small cap and odd write sizes: the file is always the stream's
+ * first head bytes, then (once it was full) the marker and the stream's newest bytes. */
+static void test_qemu_log_model(void **state)
+{
+	char dir[] = "/tmp/pd-vmqlog.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	_cleanup_free_ char *path = xasprintf("%s/log", dir);
+	struct vm_qemu_log l = {.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600), .cap = 400, .head = 40};
+	assert_true(l.fd >= 0);
+	size_t mark = strlen(VM_QEMU_LOG_MARK), total = 0;
+	char stream[5000];
+	for (size_t i = 0; i < sizeof(stream); i++)
+		stream[i] = (char)('a' + i % 23);
+	for (size_t k = 1; total < sizeof(stream); k = k % 37 + 3) {
+		size_t n = k < sizeof(stream) - total ? k : sizeof(stream) - total;
+		vm_qemu_log_write(&l, stream + total, n);
+		total += n;
+		size_t len;
+		_cleanup_free_ char *text = slurp(dir, "log", &len);
+		assert_int_equal(len, l.size);
+		assert_true(len <= l.cap);
+		if (total <= l.cap) {
+			assert_false(l.cut);
+			assert_memory_equal(text, stream, total);
+			continue;
+		}
+		assert_true(l.cut);
+		assert_true(len > l.head + mark);
+		assert_memory_equal(text, stream, l.head);
+		assert_memory_equal(text + l.head, VM_QEMU_LOG_MARK, mark);
+		size_t tail = len - l.head - mark;
+		assert_true(tail >= (l.cap - l.head - mark) / 2);
+		assert_memory_equal(text + l.head + mark, stream + total - tail, tail);
+	}
+	close(l.fd);
+	_cleanup_free_ char *cmd = xasprintf("rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* QEMU flooding its stderr through the copying thread: qemu.log never passes the cap, its
+ * first line and QEMU's last words survive, and the diagnosis shows the latter, sanitised. */
+static void test_qemu_log_flood_is_capped(void **state)
+{
+	char dir[] = "/tmp/pd-vmqlog.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pthread_t t;
+	assert_int_equal(vm_qemu_log_start(p[0], dir, &t, NULL), 0);
+	const char first[] = "qemu-system-x86_64: warning: first words\n";
+	assert_int_equal(fd_write_all(p[1], first, strlen(first)), 0);
+	char buf[4096];
+	memset(buf, 'g', sizeof(buf));
+	buf[sizeof(buf) - 1] = '\n';
+	for (size_t n = 0; n < 8 * VM_QEMU_LOG_CAP; n += sizeof(buf))
+		assert_int_equal(fd_write_all(p[1], buf, sizeof(buf)), 0);
+	const char last[] = "qemu-system-x86_64: last words \x1b[2J\n";
+	assert_int_equal(fd_write_all(p[1], last, strlen(last)), 0);
+	close(p[1]);
+	vm_console_join(t);
+	size_t len;
+	_cleanup_free_ char *text = slurp(dir, VM_QEMU_LOG_FILE, &len);
+	assert_true(len <= VM_QEMU_LOG_CAP);
+	assert_true(len >= VM_QEMU_LOG_CAP / 2);
+	assert_memory_equal(text, first, strlen(first));
+	assert_non_null(strstr(text, VM_QEMU_LOG_MARK));
+	assert_int_equal(memcmp(text + len - strlen(last), last, strlen(last)), 0);
+	_cleanup_free_ char *why = vm_box_diagnose(dir);
+	assert_non_null(strstr(why, "QEMU said: "));
+	assert_non_null(strstr(why, "last words ?[2J"));
+	_cleanup_free_ char *cmd = xasprintf("rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -99,6 +182,8 @@ int main(void)
 		cmocka_unit_test(test_sanitise),
 		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_flood_is_capped),
+		cmocka_unit_test(test_qemu_log_model),
+		cmocka_unit_test(test_qemu_log_flood_is_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,7 @@
 /* box_handle.priv */
 struct vm_box {
 	int qmp_fd;
-	pthread_t console;
+	pthread_t console, qemu_log;
 	bool console_running;
 	enum vm_accel accel;
 	bool fresh;
@@ -135,7 +135,7 @@ struct start_ctx {
 	uint64_t disk_size;   /* the overlay's size: the base's and --disk's (vm_disk_plan), 0 = the base's */
 	uint64_t resv_blocks; /* the base's free blocks, kept from the box (paddock.resv=) */
 	int ctl[2], qmp[2], con[2], net[2];
-	int log_fd;
+	int log[2]; /* QEMU's stdout and stderr, copied into the capped qemu.log */
 	/* templates (vm_template.h): a fresh box is restored from tpl when it is ready (state_fd
 	 * open), else boots cold and has one built for the next box */
 	bool use_template, restore;
@@ -159,8 +159,8 @@ static void start_ctx_done(struct start_ctx *c)
 		closep(&c->qmp[i]);
 		closep(&c->net[i]);
 		closep(&c->con[i]);
+		closep(&c->log[i]);
 	}
-	closep(&c->log_fd);
 }
 
 static int validate(const struct box_config *cfg, pd_err *err)
@@ -332,10 +332,12 @@ static int prepare_channels(struct start_ctx *c, pd_err *err)
 			(void)setsockopt(c->net[i], SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 		}
 	}
-	_cleanup_free_ char *log = xasprintf("%s/qemu.log", c->cfg->state_dir);
-	c->log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (c->log_fd < 0)
-		return pd_error(err, errno, "cannot open %s", log);
+	/* QEMU's output through a pipe, not straight into a file: a guest can make QEMU print
+	 * without end (its complaints about the guest's devices), and a thread of the supervisor
+	 * bounds what reaches the host's disk (vm_qemu_log_start). When it falls behind, QEMU
+	 * blocks on the pipe: the guest waits, the host buffers nothing. */
+	if (pipe2(c->log, O_CLOEXEC) < 0)
+		return pd_error(err, errno, "cannot create the pipe for QEMU's output");
 	return 0;
 }
 
@@ -465,9 +467,17 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 		free(b);
 		return r;
 	}
+	r = vm_qemu_log_start(TAKE_FD(c->log[0]), c->cfg->state_dir, &b->qemu_log, err);
+	if (r < 0) {
+		closep(&c->con[1]); /* EOF for the console thread */
+		c->con[1] = -1;
+		vm_console_join(b->console);
+		free(b);
+		return r;
+	}
 	pid_t pid;
 	int pidfd;
-	r = qemu_spawn(argv, fds, n_fds, c->log_fd, &pid, &pidfd, err);
+	r = qemu_spawn(argv, fds, n_fds, c->log[1], &pid, &pidfd, err);
 	/* the restored guest's first read in its park: its name, the clock, fresh entropy */
 	if (r == 0 && c->restore && (r = vm_template_resume(c->ctl[0], c->cfg->name, err)) < 0) {
 		qemu_kill(pid, pidfd);
@@ -475,8 +485,11 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 		closep(&pidfd);
 	}
 	if (r < 0) {
-		closep(&c->con[1]); /* EOF for the console thread */
+		closep(&c->con[1]); /* EOF for the console and log threads */
+		closep(&c->log[1]);
+		c->con[1] = c->log[1] = -1;
 		vm_console_join(b->console);
+		vm_console_join(b->qemu_log);
 		free(b);
 		return r;
 	}
@@ -496,7 +509,7 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 static int vm_start(const struct box_config *cfg, struct box_handle *ret, pd_err *err)
 {
 	struct start_ctx c = {.cfg = cfg, .ctl = {-1, -1}, .qmp = {-1, -1}, .con = {-1, -1}, .net = {-1, -1},
-			      .log_fd = -1, .state_fd = -1};
+			      .log = {-1, -1}, .state_fd = -1};
 	int r = validate(cfg, err);
 	if (r == 0)
 		r = prepare_boot(&c, err);
@@ -545,9 +558,12 @@ static void vm_cleanup(struct box_handle *h)
 	struct vm_box *b = h->priv;
 	if (b) {
 		closep(&b->qmp_fd);
-		/* QEMU has exited: its end of the console socket is closed, the copy ends at EOF */
-		if (b->console_running)
+		/* QEMU has exited: its ends of the console socket and of its output pipe are
+		 * closed, the copies end at EOF */
+		if (b->console_running) {
 			vm_console_join(b->console);
+			vm_console_join(b->qemu_log);
+		}
 		vm_template_done(&b->tpl);
 		vm_template_done(&b->build);
 		strv_free(b->build_argv);

@@ -7,8 +7,9 @@
  * inside the guest; pid/pidfd are QEMU's.
  *
  * Files in cfg->state_dir: disk.qcow2 (the box's writable disk, kept across restarts and after
- * a crash for diff/apply), console.log (serial console; TODO bound it), qemu.log (QEMU's own
- * stderr). */
+ * a crash for diff/apply), console.log and console.log.1 (the serial console) and qemu.log
+ * (QEMU's own stdout and stderr), both copied in by threads of the supervisor and capped
+ * whatever the guest does (vm_console.h). */
 #pragma once
 
 #include "runtime/runtime.h"

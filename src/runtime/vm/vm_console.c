@@ -1,4 +1,4 @@
-/* vm_console.c — sanitised tails of the guest console and QEMU's log (see vm_console.h). */
+/* vm_console.c — the capped console and QEMU logs and their sanitised tails (see vm_console.h). */
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -76,7 +76,7 @@ static char *read_tail(const char *dir, const char *name, size_t *ret_len)
 char *vm_box_diagnose(const char *state_dir)
 {
 	size_t ql = 0, cl = 0;
-	_cleanup_free_ char *q = read_tail(state_dir, "qemu.log", &ql), *c = read_tail(state_dir, VM_CONSOLE_FILE, &cl);
+	_cleanup_free_ char *q = read_tail(state_dir, VM_QEMU_LOG_FILE, &ql), *c = read_tail(state_dir, VM_CONSOLE_FILE, &cl);
 	_cleanup_free_ char *qt = vm_console_tail(q ? q : "", ql, 3, 600), *ct = vm_console_explain(c ? c : "", cl, 8, 1200);
 	return xasprintf("QEMU said: %s\nguest console:%s%s", qt[0] ? qt : "(nothing)", ct[0] ? "\n" : " ",
 			 ct[0] ? ct : "(nothing)");
@@ -111,48 +111,141 @@ void vm_console_log_write(struct vm_console_log *l, const char *buf, size_t n)
 
 void vm_console_log_close(struct vm_console_log *l) { closep(&l->fd); }
 
-struct console_thread {
-	int sock, dir_fd;
+/* ---- QEMU's capped log ------------------------------------------------------------------ */
+
+static int pwrite_all(int fd, const char *buf, size_t n, size_t off)
+{
+	while (n > 0) {
+		ssize_t w = pwrite(fd, buf, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		buf += w, n -= (size_t)w, off += (size_t)w;
+	}
+	return 0;
+}
+
+/* The file is full: the marker after the head, then the newest half of what followed it
+ * moved down behind the marker (forward, chunk by chunk: every chunk is read before anything
+ * at or above it is written, as the destination lies below the source). */
+static int qemu_log_cut(struct vm_qemu_log *l)
+{
+	size_t mark = strlen(VM_QEMU_LOG_MARK), dst = l->head + mark;
+	size_t keep = (l->cap - dst) / 2, src = l->size - keep;
+	char buf[16384];
+	if (!l->cut && pwrite_all(l->fd, VM_QEMU_LOG_MARK, mark, l->head) < 0)
+		return -EIO;
+	for (size_t done = 0; done < keep;) {
+		size_t k = keep - done < sizeof(buf) ? keep - done : sizeof(buf);
+		ssize_t n = pread(l->fd, buf, k, (off_t)(src + done));
+		if (n <= 0 || pwrite_all(l->fd, buf, (size_t)n, dst + done) < 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	if (ftruncate(l->fd, (off_t)(dst + keep)) < 0)
+		return -errno;
+	l->cut = true;
+	l->size = dst + keep;
+	return 0;
+}
+
+void vm_qemu_log_write(struct vm_qemu_log *l, const char *buf, size_t n)
+{
+	while (n > 0 && l->fd >= 0) {
+		if (l->size >= l->cap && qemu_log_cut(l) < 0)
+			break;
+		size_t k = n < l->cap - l->size ? n : l->cap - l->size;
+		if (pwrite_all(l->fd, buf, k, l->size) < 0)
+			break;
+		l->size += k, buf += k, n -= k;
+	}
+	if (n > 0) {
+		closep(&l->fd);
+		l->fd = -1;
+	}
+}
+
+/* ---- the copying threads ----------------------------------------------------------------- */
+
+/* One thread per stream: the console (rotated pair) or QEMU's output (qemu.log). */
+struct pump {
+	int in;
+	struct vm_console_log con; /* con.dir_fd >= 0: the console */
+	struct vm_qemu_log qemu;
 };
 
-static void *console_copy(void *arg)
+static void *pump_copy(void *arg)
 {
-	struct console_thread *t = arg;
-	struct vm_console_log l = {.dir_fd = t->dir_fd, .fd = -1, .cap = VM_CONSOLE_CAP};
+	struct pump *t = arg;
 	char buf[16384];
 	ssize_t n;
-	while ((n = read(t->sock, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0)
-			vm_console_log_write(&l, buf, (size_t)n);
-	vm_console_log_close(&l);
-	close(t->sock);
-	close(t->dir_fd);
+	while ((n = read(t->in, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+		if (n > 0 && t->con.dir_fd >= 0)
+			vm_console_log_write(&t->con, buf, (size_t)n);
+		else if (n > 0)
+			vm_qemu_log_write(&t->qemu, buf, (size_t)n);
+	}
+	vm_console_log_close(&t->con);
+	closep(&t->con.dir_fd);
+	closep(&t->qemu.fd);
+	close(t->in);
 	free(t);
 	return NULL;
 }
 
+/* Takes t over, and t->in with it, whether the thread starts or not. */
+static int pump_start(struct pump *t, const char *what, pthread_t *ret, pd_err *err)
+{
+	int r = thread_start_quiet(ret, NULL, pump_copy, t);
+	if (r < 0) {
+		close(t->in);
+		closep(&t->con.dir_fd);
+		closep(&t->qemu.fd);
+		free(t);
+		return pd_error(err, -r, "cannot start the %s thread", what);
+	}
+	return 0;
+}
+
+static struct pump *pump_new(int in)
+{
+	struct pump *t = xcalloc(1, sizeof(*t));
+	t->in = in;
+	t->con = (struct vm_console_log){.dir_fd = -1, .fd = -1, .cap = VM_CONSOLE_CAP};
+	t->qemu = (struct vm_qemu_log){.fd = -1, .cap = VM_QEMU_LOG_CAP, .head = VM_QEMU_LOG_HEAD};
+	return t;
+}
+
 int vm_console_start(int sock, const char *state_dir, pthread_t *ret, pd_err *err)
 {
-	struct console_thread *t = xcalloc(1, sizeof(*t));
-	t->sock = sock;
-	t->dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (t->dir_fd < 0) {
+	struct pump *t = pump_new(sock);
+	t->con.dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->con.dir_fd < 0) {
 		int e = errno;
 		close(sock);
 		free(t);
 		return pd_error(err, e, "cannot open %s", state_dir);
 	}
 	/* a fresh log per boot: the old one would otherwise count against nothing */
-	(void)unlinkat(t->dir_fd, VM_CONSOLE_OLD, 0);
-	(void)unlinkat(t->dir_fd, VM_CONSOLE_FILE, 0);
-	int r = thread_start_quiet(ret, NULL, console_copy, t);
-	if (r < 0) {
-		close(sock);
-		close(t->dir_fd);
+	(void)unlinkat(t->con.dir_fd, VM_CONSOLE_OLD, 0);
+	(void)unlinkat(t->con.dir_fd, VM_CONSOLE_FILE, 0);
+	return pump_start(t, "console", ret, err);
+}
+
+int vm_qemu_log_start(int rd, const char *state_dir, pthread_t *ret, pd_err *err)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", state_dir, VM_QEMU_LOG_FILE);
+	struct pump *t = pump_new(rd);
+	/* read too: a cut moves the file's newest bytes down */
+	t->qemu.fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (t->qemu.fd < 0) {
+		int e = errno;
+		close(rd);
 		free(t);
-		return pd_error(err, -r, "cannot start the console thread");
+		return pd_error(err, e, "cannot open %s", path);
 	}
-	return 0;
+	return pump_start(t, "QEMU log", ret, err);
 }
 
 void vm_console_join(pthread_t t) { pthread_join(t, NULL); }
