@@ -93,6 +93,32 @@ static void test_flood_is_capped(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A write error drops the data and forgets the file: the next write opens console.log anew,
+ * and nothing is written to, or closed under, whatever else reuses the number. */
+static void test_console_write_error_forgets_the_fd(void **state)
+{
+	char dir[] = "/tmp/pd-vmcon.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct vm_console_log l = {.dir_fd = dfd, .fd = open("/dev/null", O_RDONLY | O_CLOEXEC), .cap = 1024};
+	int stale = l.fd;
+	assert_true(stale >= 0);
+	vm_console_log_write(&l, "a", 1); /* EBADF */
+	_cleanup_close_ int other = openat(dfd, "other", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(other >= 0);
+	if (other != stale)
+		assert_int_equal(dup3(other, stale, O_CLOEXEC), stale);
+	vm_console_log_write(&l, "b", 1);
+	vm_console_log_close(&l);
+	assert_int_equal(file_size(dir, "other"), 0);
+	assert_true(fcntl(stale, F_GETFD) >= 0); /* still open */
+	assert_int_equal(file_size(dir, VM_CONSOLE_FILE), 1);
+	if (other != stale)
+		close(stale);
+	_cleanup_free_ char *cmd = xasprintf("rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static char *slurp(const char *dir, const char *name, size_t *ret_len)
 {
 	_cleanup_free_ char *p = xasprintf("%s/%s", dir, name);
@@ -182,6 +208,7 @@ int main(void)
 		cmocka_unit_test(test_sanitise),
 		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_flood_is_capped),
+		cmocka_unit_test(test_console_write_error_forgets_the_fd),
 		cmocka_unit_test(test_qemu_log_model),
 		cmocka_unit_test(test_qemu_log_flood_is_capped),
 	};

@@ -101,8 +101,11 @@ void vm_console_log_write(struct vm_console_log *l, const char *buf, size_t n)
 		if (l->fd < 0)
 			return;
 		size_t k = n < half - l->cur ? n : half - l->cur;
+		/* closep leaves the number: forgotten here, or the next write would go to, and the
+		 * close at the end would close, whatever file reuses it */
 		if (fd_write_all(l->fd, buf, k) < 0) {
 			closep(&l->fd);
+			l->fd = -1;
 			return;
 		}
 		l->cur += k, buf += k, n -= k;
