@@ -377,6 +377,35 @@ t_run_from_image_skeleton_symlinks_do_not_reach_the_host() {
 	assert_eq "$(stat -c %a "$PADDOCK_HOME/target")" "700" "host directory mode unchanged"
 }
 
+# Attack: a box of an image writes beneath /proc — a PSI trigger (/proc/pressure is 0666), its
+# own processes' knobs. Landlock's rule for the image's / (its new top-level directories must
+# be writable) reaches /proc, so /proc itself is mounted read-only: blocked for the agent and
+# for root, as in the host view. /proc/self/fd/N leads to the file itself and still writes; a
+# new top-level directory still takes files.
+t_run_from_image_proc_is_not_writable() {
+	file -L /bin/busybox | grep -q "statically linked" || fail "the test needs a static /bin/busybox"
+	mk_bb
+	local who out users=(agent)
+	pd_root_available && users+=(root)
+	for who in "${users[@]}"; do
+		out=$(bb_run --user "$who" -- /bin/busybox sh -c '
+			[ -e /proc/pressure/memory ] && echo HAVE-PSI
+			echo "some 500000 2000000" >/proc/pressure/memory && echo WROTE-PSI
+			echo 0 >/proc/self/oom_score_adj && echo WROTE-OOM
+			echo x >/proc/self/comm && echo WROTE-COMM
+			exec 3>/tmp/f && echo via-fd >/proc/self/fd/3 && cat /tmp/f
+			echo done' 2>&1)
+		assert_not_contains "$out" "WROTE-"
+		assert_contains "$out" "via-fd"
+		assert_contains "$out" "done"
+		[ -d /proc/pressure ] && assert_contains "$out" "HAVE-PSI"
+	done
+	if pd_root_available; then
+		out=$(bb_run --user root -- /bin/busybox sh -c 'mkdir /app && echo app >/app/marker && cat /app/marker')
+		assert_eq "$out" "app"
+	fi
+}
+
 # An image's User is not applied (docs/images.md): the box says so, with the name escaped,
 # and runs the command as agent; --user root is not told about it.
 t_image_user_is_noted_not_applied() {

@@ -122,8 +122,13 @@ int ns_landlock_apply(const struct ns_plan *p, struct ns_report *rep)
 			r = allow(rs, p, p->binds[i].box, false, rep);
 	/* An image's root is the box's own overlay (the stored tree read-only below, every write
 	 * in the box's upper layer), so the list above, made for the host view, only got in the
-	 * way there: an install command's `mkdir /app` failed. Safe: Landlock can only narrow
-	 * access, never widen a mount's, so read-only binds, /proc and /sys stay read-only; and
+	 * way there: an install command's `mkdir /app` failed. A rule per top-level directory
+	 * would not do: a file in a directory made after this ruleset (`mkdir /app && echo x >
+	 * /app/f`) is writable only through a rule on an ancestor, and / is the only one. Safe:
+	 * Landlock can only narrow access, never widen a mount's, so read-only binds stay
+	 * read-only, and so does /proc, mounted read-only as a whole (ns_rootfs.c, build_proc)
+	 * because it lies beneath this rule; /dev is a read-only tmpfs with devpts and /dev/shm,
+	 * which the host view's list allows too; /sys is the image's own empty directory; and
 	 * nothing of the host is writable beneath / but what the user bound read-write. */
 	if (r == 0 && p->rootfs)
 		r = allow(rs, p, "/", false, rep);

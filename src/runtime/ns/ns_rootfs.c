@@ -653,7 +653,7 @@ static int readonly_proc(const char *path, struct ns_report *rep)
 }
 
 /* The box's own procfs (it shows the box's pid namespace only), with the host-wide files
- * hidden or read-only as runc does. */
+ * hidden or read-only as runc does, and the mount itself read-only. */
 static int build_proc(struct ns_report *rep)
 {
 	if (mount("proc", BOX "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -664,6 +664,15 @@ static int build_proc(struct ns_report *rep)
 	for (const char *const *m = proc_readonly; *m; m++)
 		if (readonly_proc(*m, rep) < 0)
 			return -1;
+	/* No writes beneath /proc, whatever Landlock allows: an image's box may write beneath
+	 * its / (ns_landlock.c: its new top-level directories must take files), and /proc is
+	 * below it — the PSI triggers in /proc/pressure are 0666, the knobs of the box's own
+	 * processes are theirs. The host view's Landlock rules already kept every write out of
+	 * /proc, so nothing a box could do before is lost. This mount only: what /proc/self/fd/N
+	 * leads to is written through its own mount, and the masks above stay as they are. */
+	struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY};
+	if (mount_setattr(AT_FDCWD, BOX "/proc", 0, &ma, sizeof(ma)) < 0)
+		return MFAIL(rep, "cannot make /proc read-only");
 	return 0;
 }
 
