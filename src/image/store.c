@@ -57,16 +57,19 @@ int img_store_open(const char *home, enum img_lock lock, struct img_store **ret,
 	if (s->dirfd < 0)
 		return pd_error(err, errno, "cannot open %s", s->dir);
 	/* The trees keep an image's set-user-ID files when host root unpacks them (as docker's
-	 * /var/lib/docker does), so the store is its owner's only, also when the directory was
-	 * made by someone else's mkdir: no other host user may reach a tree to exec one. */
+	 * /var/lib/docker does), so the store is its owner's only: no other host user may reach
+	 * a tree to exec one. Its owner must be us, whatever its mode: another uid could chmod
+	 * it open again, or plant a symlink in it that root's unpack, import or gc would follow
+	 * into the host. */
 	struct stat st;
 	if (fstat(s->dirfd, &st) < 0)
 		return pd_error(err, errno, "cannot inspect %s", s->dir);
-	if ((st.st_mode & 077) && st.st_uid == geteuid() && fchmod(s->dirfd, 0700) < 0)
+	if (st.st_uid != geteuid())
+		return pd_error_msg(err, EPERM, "%s belongs to uid %u, not to uid %u who runs paddock; refusing it "
+				    "(remove it, or set PADDOCK_HOME to a directory of your own)",
+				    s->dir, (unsigned)st.st_uid, (unsigned)geteuid());
+	if ((st.st_mode & 077) && fchmod(s->dirfd, 0700) < 0)
 		return pd_error(err, errno, "cannot make %s private", s->dir);
-	if (st.st_mode & 077 && st.st_uid != geteuid())
-		return pd_error_msg(err, EPERM, "%s belongs to uid %u and is open to others; refusing it", s->dir,
-				    (unsigned)st.st_uid);
 	for (size_t i = 0; i < ARRAY_SIZE(store_dirs); i++)
 		if (mkdirat(s->dirfd, store_dirs[i], 0700) < 0 && errno != EEXIST)
 			return pd_error(err, errno, "cannot create %s/%s", s->dir, store_dirs[i]);

@@ -348,6 +348,28 @@ static void test_store_private(void **state)
 	rm_rf(home);
 }
 
+/* A store directory someone else owns is refused even when it is closed to others (0700):
+ * its owner could open it up again or plant a symlink that root would follow. */
+static void test_store_of_another_uid_refused(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* only root can hand a directory to another uid */
+	_cleanup_free_ char *home = tmp_home();
+	_cleanup_free_ char *dir = xasprintf("%s/images", home);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chown(dir, 4242, 4242), 0);
+	struct img_store *s = NULL;
+	pd_err err = {0};
+	assert_int_equal(img_store_open(home, IMG_LOCK_SHARED, &s, &err), -EPERM);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "belongs to uid 4242"));
+	/* nothing was made inside it */
+	_cleanup_free_ char *tmp = xasprintf("%s/tmp", dir);
+	assert_int_equal(access(tmp, F_OK), -1);
+	rm_rf(home);
+}
+
 static void test_vmdisk_size(void **state)
 {
 	assert_int_equal(img_vmdisk_size(0), 2ULL << 30);
@@ -437,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_apt_hosts),
 		cmocka_unit_test(test_apt_sources_stay_in_the_tree),
 		cmocka_unit_test(test_store_private),
+		cmocka_unit_test(test_store_of_another_uid_refused),
 		cmocka_unit_test(test_vmdisk_size),
 		cmocka_unit_test(test_tree_clone),
 	};
