@@ -99,8 +99,9 @@ static int owner_shift(struct img_store *s, pd_err *err)
  * ids — for an ordinary user its subordinate ids (the kernel makes work/work d---------),
  * which the user may not remove. They go from a child in a user namespace with the box's
  * maps: its root has the caps there over files owned by mapped ids, and none over anything
- * else (the host's files are not mapped). The path is the store's own tmp/ entry. */
-static int remove_foreign(const char *path)
+ * else (the host's files are not mapped). dirfd/name is the store's own tmp/ entry: the
+ * child removes it through the fd gc opened, so no path is resolved again by name. */
+static int remove_foreign(int dirfd, const char *name)
 {
 	struct ns_idmaps m;
 	pd_err err = {0};
@@ -121,7 +122,7 @@ static int remove_foreign(const char *path)
 		if (unshare(CLONE_NEWUSER) < 0 || write(done[1], "u", 1) != 1 || read(go[0], &c, 1) != 1 || c != 'g' ||
 		    setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
 			_exit(1);
-		_exit(rm_rf(path) < 0 ? 1 : 0);
+		_exit(rm_rf_at(dirfd, name) < 0 ? 1 : 0);
 	}
 	close(go[0]), close(done[1]);
 	char c = 0;

@@ -9,6 +9,7 @@
 #include "image/layer.h"
 #include "image/store.h"
 #include "util/fdio.h"
+#include "workspace/ws_io.h"
 
 static const char *const store_dirs[] = {"blobs", "blobs/sha256", "rootfs", "records", "uses", "tmp"};
 
@@ -84,6 +85,15 @@ void img_store_link_layer(struct img_store *s, const char *digest, int fd)
 {
 	s->link_fd = fd;
 	snprintf(s->link_layer, sizeof(s->link_layer), "%s", fd >= 0 && digest ? digest : "");
+}
+
+int img_store_open_dir(struct img_store *s, const char *relpath, int *ret_fd, pd_err *err)
+{
+	int r = ws_open_beneath(s->dirfd, relpath, O_RDONLY | O_DIRECTORY, ret_fd);
+	if (r == -ELOOP)
+		return pd_error_msg(err, ELOOP, "%s/%s: a symlink on the way; refusing to follow it out of the store (remove it)",
+				    s->dir, relpath);
+	return r < 0 ? pd_error(err, r, "cannot open %s/%s", s->dir, relpath) : 0;
 }
 
 /* ---- hashing ---- */

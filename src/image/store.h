@@ -28,9 +28,10 @@ struct img_store {
 	 * link_fd (layer_options.link_from); -1 = none */
 	int link_fd;
 	char link_layer[OCI_DIGEST_LEN + 1];
-	/* gc: removes what the caller may not (a killed profile build's files, owned by the
-	 * caller's subordinate ids); 0 or -errno. NULL: none (the CLI sets it) */
-	int (*remove_foreign)(const char *path);
+	/* gc: removes dirfd/name, which the caller may not (a killed profile build's files,
+	 * owned by the caller's subordinate ids); 0 or -errno. dirfd is a store directory gc
+	 * opened without following symlinks. NULL: none (the CLI sets it) */
+	int (*remove_foreign)(int dirfd, const char *name);
 };
 
 enum img_lock {
@@ -44,6 +45,10 @@ int img_store_open(const char *home, enum img_lock lock, struct img_store **ret,
  * the directory fd it was captured from instead of writing them again (layer.h, link_from);
  * fd -1 ends it. The caller keeps fd open meanwhile. */
 void img_store_link_layer(struct img_store *s, const char *digest, int fd);
+/* Opens the directory relpath ("blobs/sha256") of the store without following a symlink in
+ * any of its components (ws_open_beneath): a symlink planted in the store refuses the step
+ * instead of redirecting it out of the store. */
+int img_store_open_dir(struct img_store *s, const char *relpath, int *ret_fd, pd_err *err);
 void img_store_close(struct img_store *s);
 static inline void img_store_closep(struct img_store **s) { img_store_close(*s); }
 #define _cleanup_img_store_ _cleanup_(img_store_closep)

@@ -232,13 +232,17 @@ static int keep_uses(struct img_store *s, struct keep *k, struct img_gc_stats *s
 static int sweep(struct img_store *s, const char *dir, char *const *keep, bool trees, struct img_gc_stats *st,
 		 pd_err *err)
 {
-	int fd = openat(s->dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return pd_error(err, errno, "cannot open %s/%s", s->dir, dir);
+	/* why safe: dir is opened beneath the store with no symlink in any component, and every
+	 * removal is relative to that fd, one plain name at a time (rm_rf_at never follows
+	 * symlinks below it): a symlink planted for blobs/ or tmp/ fails the gc, it does not
+	 * send it into a directory outside the store */
+	int fd = -1;
+	int r = img_store_open_dir(s, dir, &fd, err);
+	if (r < 0)
+		return r;
 	_cleanup_closedir_ DIR *d = fdopendir(fd);
 	if (!d)
 		return close(fd), pd_error(err, errno, "cannot list %s/%s", s->dir, dir);
-	int r = 0;
 	for (struct dirent *de; (de = readdir(d));) {
 		if (streq(de->d_name, ".") || streq(de->d_name, "..") || (keep && strv_contains(keep, de->d_name)))
 			continue;
@@ -246,9 +250,9 @@ static int sweep(struct img_store *s, const char *dir, char *const *keep, bool t
 		if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		_cleanup_free_ char *full = xasprintf("%s/%s/%s", s->dir, dir, de->d_name);
-		int q = rm_rf(full);
+		int q = rm_rf_at(dirfd(d), de->d_name);
 		if ((q == -EACCES || q == -EPERM) && s->remove_foreign)
-			q = s->remove_foreign(full);
+			q = s->remove_foreign(dirfd(d), de->d_name);
 		if (q < 0 && r == 0)
 			r = pd_error(err, q, "cannot remove %s", full);
 		if (q < 0)

@@ -198,6 +198,31 @@ static void test_gc(void **state)
 	rm_rf(home);
 }
 
+/* A symlink planted for blobs/ (the store's own owner, or a racing process of theirs) would
+ * have turned gc's sweep of blobs/sha256 into a removal of every file in the directory the
+ * link names. gc refuses, and the directory outside the store keeps its files. */
+static void test_gc_symlink_in_store_not_followed(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *home = tmp_home();
+	struct img_store *s;
+	pd_err err = {0};
+	assert_int_equal(img_store_open(home, IMG_LOCK_EXCLUSIVE, &s, &err), 0);
+	_cleanup_free_ char *outside = xasprintf("%s/outside/sha256", home);
+	_cleanup_free_ char *victim = xasprintf("%s/precious", outside);
+	assert_int_equal(mkdir_p(outside, 0755), 0);
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, victim, "keep me", 7, 0644), 0);
+	_cleanup_free_ char *blobs = xasprintf("%s/blobs", s->dir), *real = xasprintf("%s/blobs.real", s->dir);
+	assert_int_equal(rename(blobs, real), 0);
+	assert_int_equal(symlink("../outside", blobs), 0);
+	struct img_gc_stats st;
+	assert_int_equal(img_gc(s, &st, &err), -ELOOP);
+	assert_non_null(strstr(err.msg, "blobs/sha256"));
+	assert_int_equal(access(victim, F_OK), 0);
+	img_store_close(s);
+	rm_rf(home);
+}
+
 static void test_base_url(void **state)
 {
 	pd_err err = {0};
@@ -454,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_record_json),
 		cmocka_unit_test(test_record_find),
 		cmocka_unit_test(test_gc),
+		cmocka_unit_test(test_gc_symlink_in_store_not_followed),
 		cmocka_unit_test(test_base_url),
 		cmocka_unit_test(test_default_name),
 		cmocka_unit_test(test_apt_hosts),

@@ -176,7 +176,7 @@ int dir_list_names(int fd, char ***ret)
 	return 0;
 }
 
-static int rm_rf_at(int parent, const char *name, dev_t dev, int depth)
+static int rm_tree_at(int parent, const char *name, dev_t dev, int depth)
 {
 	if (depth > 4096)
 		return -ELOOP;
@@ -193,7 +193,7 @@ static int rm_rf_at(int parent, const char *name, dev_t dev, int depth)
 	_cleanup_strv_ char **names = NULL;
 	int r = dir_list_names(fd, &names);
 	for (char **n = names; n && *n; n++) {
-		int q = rm_rf_at(fd, *n, dev, depth + 1);
+		int q = rm_tree_at(fd, *n, dev, depth + 1);
 		if (q < 0 && r == 0)
 			r = q;
 	}
@@ -207,7 +207,15 @@ int rm_rf(const char *path)
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	return rm_rf_at(AT_FDCWD, path, st.st_dev, 0);
+	return rm_tree_at(AT_FDCWD, path, st.st_dev, 0);
+}
+
+int rm_rf_at(int dirfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return rm_tree_at(dirfd, name, st.st_dev, 0);
 }
 
 void fd_close_all_but(int keep)

@@ -53,6 +53,9 @@ int write_file_str(const char *path, const char *s);
 int mkdir_p(const char *path, mode_t mode);
 /* Removes a directory tree without following symlinks and without crossing mount points. */
 int rm_rf(const char *path);
+/* The same for the entry name of directory dirfd: nothing above it is resolved by name again,
+ * so a symlink swapped in for a parent directory cannot redirect the removal. */
+int rm_rf_at(int dirfd, const char *name);
 /* The names in directory fd (not "." and ".."), in directory order, as a strv (never NULL on
  * success); fd itself is left as it was (read through a duplicate from the start). */
 int dir_list_names(int fd, char ***ret);
