@@ -71,9 +71,15 @@ int img_store_open(const char *home, enum img_lock lock, struct img_store **ret,
 				    s->dir, (unsigned)st.st_uid, (unsigned)geteuid());
 	if ((st.st_mode & 077) && fchmod(s->dirfd, 0700) < 0)
 		return pd_error(err, errno, "cannot make %s private", s->dir);
-	for (size_t i = 0; i < ARRAY_SIZE(store_dirs); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(store_dirs); i++) {
 		if (mkdirat(s->dirfd, store_dirs[i], 0700) < 0 && errno != EEXIST)
 			return pd_error(err, errno, "cannot create %s/%s", s->dir, store_dirs[i]);
+		/* mkdirat's EEXIST may be a symlink: the store refuses to open rather than hand
+		 * paths through it to unpack, mkfs or a box's mount later */
+		_cleanup_close_ int fd = -1;
+		if ((r = img_store_open_dir(s, store_dirs[i], &fd, err)) < 0)
+			return r;
+	}
 	r = take_lock(s, lock, err);
 	if (r < 0)
 		return r;
@@ -85,6 +91,35 @@ void img_store_link_layer(struct img_store *s, const char *digest, int fd)
 {
 	s->link_fd = fd;
 	snprintf(s->link_layer, sizeof(s->link_layer), "%s", fd >= 0 && digest ? digest : "");
+}
+
+static const char *file_type_name(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+	       : S_ISDIR(m) ? "a directory" : S_ISLNK(m) ? "a symlink" : "not a regular file";
+}
+
+int img_open_regular(int dirfd, const char *path, const char *what, int *ret_fd, pd_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	/* why safe: no symlink in any component (ws_open_beneath), and O_NONBLOCK so that a
+	 * FIFO opens at once instead of waiting for a writer; fstat then refuses anything but a
+	 * regular file before a byte is read */
+	int r = ws_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, &fd);
+	if (r == -ELOOP)
+		return pd_error_msg(err, ELOOP, "%s is a symlink or lies behind one; refusing to follow it", what);
+	if (r < 0)
+		return pd_error(err, r, "cannot open %s", what);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return pd_error(err, errno, "cannot inspect %s", what);
+	if (!S_ISREG(st.st_mode))
+		return pd_error_msg(err, EINVAL, "%s is %s, not a regular file; refusing it", what,
+				    file_type_name(st.st_mode));
+	if ((r = fd_set_nonblock(fd, false)) < 0)
+		return pd_error(err, r, "cannot read %s", what);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
 }
 
 int img_store_open_dir(struct img_store *s, const char *relpath, int *ret_fd, pd_err *err)
@@ -169,24 +204,26 @@ bool img_blob_exists(struct img_store *s, const char *digest)
 	if (!oci_digest_valid(digest))
 		return false;
 	_cleanup_free_ char *p = img_blob_relpath(digest);
+	_cleanup_close_ int fd = -1;
 	struct stat st;
-	return fstatat(s->dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	/* O_PATH: looked at, never opened for reading (a FIFO does not block) */
+	return ws_open_beneath(s->dirfd, p, O_PATH, &fd) == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 int img_blob_open(struct img_store *s, const char *digest, pd_err *err)
 {
 	if (!oci_digest_valid(digest))
 		return pd_error_msg(err, EINVAL, "not a sha256 digest: %.80s", digest);
-	_cleanup_free_ char *p = img_blob_relpath(digest);
-	int fd = openat(s->dirfd, p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
-		return pd_error(err, errno, "cannot open blob %s", digest);
-	return fd;
+	_cleanup_free_ char *p = img_blob_relpath(digest), *what = xasprintf("blob %s", digest);
+	int fd = -1;
+	int r = img_open_regular(s->dirfd, p, what, &fd, err);
+	return r < 0 ? r : fd;
 }
 
 struct img_blob_writer {
 	struct img_store *s;
-	char *tmp;          /* relative to the store */
+	int tmpfd;          /* the store's tmp/, opened without following symlinks */
+	char tmp[WS_TMP_NAME_MAX];  /* the blob's name in it, "" once renamed */
 	int fd;
 	EVP_MD_CTX *md;
 	uint64_t size, max;
@@ -198,10 +235,11 @@ void img_blob_writer_abort(struct img_blob_writer *w)
 		return;
 	if (w->fd >= 0)
 		close(w->fd);
-	if (w->tmp)
-		unlinkat(w->s->dirfd, w->tmp, 0);
+	if (w->tmp[0])
+		unlinkat(w->tmpfd, w->tmp, 0);
+	if (w->tmpfd >= 0)
+		close(w->tmpfd);
 	EVP_MD_CTX_free(w->md);
-	free(w->tmp);
 	free(w);
 }
 
@@ -210,15 +248,16 @@ int img_blob_writer_new(struct img_store *s, uint64_t max, struct img_blob_write
 	struct img_blob_writer *w = xcalloc(1, sizeof(*w));
 	w->s = s;
 	w->max = max;
-	w->fd = -1;
-	_cleanup_free_ char *full = xasprintf("%s/tmp/blob-XXXXXX", s->dir);
-	w->fd = mkostemp(full, O_CLOEXEC);
-	if (w->fd < 0) {
-		int e = errno;
-		img_blob_writer_abort(w);
-		return pd_error(err, e, "cannot create a temporary blob in %s/tmp", s->dir);
+	w->fd = w->tmpfd = -1;
+	int r = img_store_open_dir(s, "tmp", &w->tmpfd, err);
+	if (r == 0 && (r = ws_tmpfile_at(w->tmpfd, w->tmp, &w->fd)) < 0) {
+		w->tmp[0] = '\0';
+		r = pd_error(err, r, "cannot create a temporary blob in %s/tmp", s->dir);
 	}
-	w->tmp = xstrdup(full + strlen(s->dir) + 1);
+	if (r < 0) {
+		img_blob_writer_abort(w);
+		return r;
+	}
 	w->md = EVP_MD_CTX_new();
 	if (!w->md || !EVP_DigestInit_ex(w->md, EVP_sha256(), NULL)) {
 		img_blob_writer_abort(w);
@@ -236,7 +275,7 @@ int img_blob_writer_write(struct img_blob_writer *w, const void *buf, size_t len
 	if (!EVP_DigestUpdate(w->md, buf, len))
 		return pd_error_msg(err, EIO, "sha256 update failed");
 	int r = fd_write_all(w->fd, buf, len);
-	return r < 0 ? pd_error(err, r, "cannot write %s/%s", w->s->dir, w->tmp) : 0;
+	return r < 0 ? pd_error(err, r, "cannot write %s/tmp/%s", w->s->dir, w->tmp) : 0;
 }
 
 int img_blob_writer_commit(struct img_blob_writer *w, const char *expect_digest, uint64_t expect_size,
@@ -259,15 +298,17 @@ int img_blob_writer_commit(struct img_blob_writer *w, const char *expect_digest,
 					 expect_digest, (unsigned long long)expect_size, (unsigned long long)w->size);
 	}
 	if (r == 0 && fsync(w->fd) < 0)
-		r = pd_error(err, errno, "cannot sync %s/%s", w->s->dir, w->tmp);
-	_cleanup_free_ char *dst = r == 0 ? img_blob_relpath(digest) : NULL;
+		r = pd_error(err, errno, "cannot sync %s/tmp/%s", w->s->dir, w->tmp);
 	if (r == 0 && fchmod(w->fd, 0644) < 0)
-		r = pd_error(err, errno, "cannot chmod %s/%s", w->s->dir, w->tmp);
-	if (r == 0 && renameat(w->s->dirfd, w->tmp, w->s->dirfd, dst) < 0)
+		r = pd_error(err, errno, "cannot chmod %s/tmp/%s", w->s->dir, w->tmp);
+	_cleanup_close_ int blobsfd = -1;
+	if (r == 0)
+		r = img_store_open_dir(w->s, "blobs/sha256", &blobsfd, err);
+	/* both ends are fds opened without following symlinks, and plain names in them */
+	if (r == 0 && renameat(w->tmpfd, w->tmp, blobsfd, digest + 7) < 0)
 		r = pd_error(err, errno, "cannot store blob %s", digest);
 	if (r == 0) {
-		free(w->tmp);
-		w->tmp = NULL; /* renamed: nothing to unlink */
+		w->tmp[0] = '\0'; /* renamed: nothing to unlink */
 		if (ret_digest)
 			memcpy(ret_digest, digest, sizeof(digest));
 		if (ret_size)

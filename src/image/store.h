@@ -49,6 +49,10 @@ void img_store_link_layer(struct img_store *s, const char *digest, int fd);
  * any of its components (ws_open_beneath): a symlink planted in the store refuses the step
  * instead of redirecting it out of the store. */
 int img_store_open_dir(struct img_store *s, const char *relpath, int *ret_fd, pd_err *err);
+/* Opens the regular file path beneath dirfd for reading without following a symlink in any
+ * component and without blocking: a FIFO, device or directory where a file belongs is refused
+ * (EINVAL), not waited on while the store lock is held. what names it in messages. */
+int img_open_regular(int dirfd, const char *path, const char *what, int *ret_fd, pd_err *err);
 void img_store_close(struct img_store *s);
 static inline void img_store_closep(struct img_store **s) { img_store_close(*s); }
 #define _cleanup_img_store_ _cleanup_(img_store_closep)

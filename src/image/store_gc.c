@@ -8,6 +8,7 @@
 #include "image/tree_clone.h"
 #include "util/log.h"
 #include "util/fdio.h"
+#include "workspace/ws_io.h"
 
 char *img_rootfs_path(struct img_store *s, const char *config_digest)
 {
@@ -17,8 +18,8 @@ char *img_rootfs_path(struct img_store *s, const char *config_digest)
 bool img_rootfs_exists(struct img_store *s, const char *config_digest)
 {
 	_cleanup_free_ char *p = xasprintf("rootfs/%s", config_digest + 7);
-	struct stat st;
-	return fstatat(s->dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+	_cleanup_close_ int fd = -1;
+	return ws_open_beneath(s->dirfd, p, O_PATH | O_DIRECTORY, &fd) == 0;
 }
 
 /* The config's diff_ids: the digests of the layers' decompressed tars, in order. The config
@@ -139,25 +140,32 @@ static int apply_layers(struct img_store *s, int rootfd, const char *config_dige
 int img_rootfs_unpack(struct img_store *s, const char *config_digest, char *const *layers,
 		      uint64_t *ret_unpacked, pd_err *err)
 {
-	_cleanup_free_ char *tmp = xasprintf("%s/tmp/rootfs-XXXXXX", s->dir);
-	if (!mkdtemp(tmp))
+	/* why safe: tmp/ and rootfs/ are opened without following a symlink in any component,
+	 * and the tree is made, renamed and removed by plain names in them */
+	_cleanup_close_ int tmpfd = -1, treesfd = -1;
+	int r = img_store_open_dir(s, "tmp", &tmpfd, err);
+	if (r == 0)
+		r = img_store_open_dir(s, "rootfs", &treesfd, err);
+	if (r < 0)
+		return r;
+	char name[WS_TMP_NAME_MAX];
+	ws_tmpname(name);
+	if (mkdirat(tmpfd, name, 0700) < 0)
 		return pd_error(err, errno, "cannot create a directory in %s/tmp", s->dir);
 	uint64_t bytes = 0;
-	int r = 0;
 	{
-		_cleanup_close_ int rootfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		_cleanup_close_ int rootfd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (rootfd < 0)
-			r = pd_error(err, errno, "cannot open %s", tmp);
+			r = pd_error(err, errno, "cannot open %s/tmp/%s", s->dir, name);
 		if (r == 0 && fchmod(rootfd, 0755) < 0)
-			r = pd_error(err, errno, "cannot chmod %s", tmp);
+			r = pd_error(err, errno, "cannot chmod %s/tmp/%s", s->dir, name);
 		if (r == 0)
 			r = apply_layers(s, rootfd, config_digest, layers, &bytes, err);
 	}
-	_cleanup_free_ char *dst = img_rootfs_path(s, config_digest);
-	if (r == 0 && rename(tmp, dst) < 0 && errno != EEXIST && errno != ENOTEMPTY)
-		r = pd_error(err, errno, "cannot move the unpacked image to %s", dst);
+	if (r == 0 && renameat(tmpfd, name, treesfd, config_digest + 7) < 0 && errno != EEXIST && errno != ENOTEMPTY)
+		r = pd_error(err, errno, "cannot move the unpacked image to %s/rootfs/%s", s->dir, config_digest + 7);
 	/* failure, or another process unpacked the same image first: ours goes */
-	rm_rf(tmp);
+	rm_rf_at(tmpfd, name);
 	if (r == 0 && ret_unpacked)
 		*ret_unpacked = bytes;
 	return r;
@@ -174,8 +182,11 @@ int img_use(struct img_store *s, const char *box, const struct img_record *r, ch
 		if (q < 0)
 			return pd_err_prefix(err, "cannot unpack %s", r->name);
 	}
-	_cleanup_free_ char *p = xasprintf("uses/%s", box);
-	int q = write_file_atomic_at(s->dirfd, p, r->config, strlen(r->config), 0644);
+	_cleanup_close_ int usesfd = -1;
+	int q = img_store_open_dir(s, "uses", &usesfd, err);
+	if (q < 0)
+		return q;
+	q = write_file_atomic_at(usesfd, box, r->config, strlen(r->config), 0644);
 	if (q < 0)
 		return pd_error(err, q, "cannot record that %s uses %s", box, r->name);
 	*ret_rootfs = img_rootfs_path(s, r->config);
@@ -201,9 +212,10 @@ static void keep_record(struct keep *k, const struct img_record *r)
 /* uses/BOX keeps its tree while the box exists; a use whose box is gone is dropped */
 static int keep_uses(struct img_store *s, struct keep *k, struct img_gc_stats *st, pd_err *err)
 {
-	int fd = openat(s->dirfd, "uses", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return pd_error(err, errno, "cannot open %s/uses", s->dir);
+	int fd = -1;
+	int r = img_store_open_dir(s, "uses", &fd, err);
+	if (r < 0)
+		return r;
 	_cleanup_closedir_ DIR *d = fdopendir(fd);
 	if (!d)
 		return close(fd), pd_error(err, errno, "cannot list %s/uses", s->dir);
@@ -218,7 +230,10 @@ static int keep_uses(struct img_store *s, struct keep *k, struct img_gc_stats *s
 			st->uses++;
 			continue;
 		}
-		if (read_file_at(dirfd(d), de->d_name, 128, &buf, NULL) < 0 || !oci_digest_valid(buf)) {
+		_cleanup_close_ int ufd = -1;
+		/* a FIFO here must not hold gc (and the exclusive lock) forever */
+		if (img_open_regular(dirfd(d), de->d_name, de->d_name, &ufd, NULL) < 0 ||
+		    read_fd_all(ufd, 128, &buf, NULL) < 0 || !oci_digest_valid(buf)) {
 			/* unreadable: keep every tree rather than guess (refuse, do not degrade) */
 			return pd_error_msg(err, EINVAL, "%s/uses/%s is unreadable; remove it or the box first",
 					    s->dir, de->d_name);

@@ -101,30 +101,38 @@ int img_record_from_json(const char *json, size_t len, struct img_record **ret, 
 }
 
 /* records/HASH.json: names hold '/' and ':', so the file is named by the name's hash */
-static char *record_relpath(const char *name)
+static char *record_file(const char *name)
 {
 	char d[OCI_DIGEST_LEN + 1];
 	img_sha256_digest(name, strlen(name), d);
-	return xasprintf("records/%s.json", d + 7);
+	return xasprintf("%s.json", d + 7);
 }
 
 int img_record_save(struct img_store *s, const struct img_record *r, pd_err *err)
 {
 	_cleanup_free_ char *json = img_record_to_json(r);
-	_cleanup_free_ char *p = record_relpath(r->name);
-	int q = write_file_atomic_at(s->dirfd, p, json, strlen(json), 0644);
-	return q < 0 ? pd_error(err, q, "cannot write the record of %s (%s/%s)", r->name, s->dir, p) : 0;
+	_cleanup_free_ char *f = record_file(r->name);
+	_cleanup_close_ int dfd = -1;
+	int q = img_store_open_dir(s, "records", &dfd, err);
+	if (q < 0)
+		return q;
+	q = write_file_atomic_at(dfd, f, json, strlen(json), 0644);
+	return q < 0 ? pd_error(err, q, "cannot write the record of %s (%s/records/%s)", r->name, s->dir, f) : 0;
 }
 
-static int load_record(struct img_store *s, const char *relpath, struct img_record **ret, pd_err *err)
+/* records/NAME, read from the records directory dfd (opened without following symlinks) */
+static int load_record(struct img_store *s, int dfd, const char *name, struct img_record **ret, pd_err *err)
 {
-	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ char *buf = NULL, *what = xasprintf("%s/records/%s", s->dir, name);
+	_cleanup_close_ int fd = -1;
 	size_t len;
-	int q = read_file_at(s->dirfd, relpath, RECORD_MAX, &buf, &len);
+	int q = img_open_regular(dfd, name, what, &fd, err);
 	if (q < 0)
-		return pd_error(err, q, "cannot read %s/%s", s->dir, relpath);
+		return q;
+	if ((q = read_fd_all(fd, RECORD_MAX, &buf, &len)) < 0)
+		return pd_error(err, q, "cannot read %s", what);
 	q = img_record_from_json(buf, len, ret, err);
-	return q < 0 ? pd_err_prefix(err, "%s/%s", s->dir, relpath) : 0;
+	return q < 0 ? pd_err_prefix(err, "%s", what) : 0;
 }
 
 void img_record_list_free(struct img_record **v, size_t n)
@@ -141,9 +149,10 @@ static int cmp_record(const void *a, const void *b)
 
 int img_record_list(struct img_store *s, struct img_record ***ret, size_t *ret_n, pd_err *err)
 {
-	int fd = openat(s->dirfd, "records", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return pd_error(err, errno, "cannot open %s/records", s->dir);
+	int fd = -1;
+	int q = img_store_open_dir(s, "records", &fd, err);
+	if (q < 0)
+		return q;
 	_cleanup_closedir_ DIR *d = fdopendir(fd);
 	if (!d) {
 		close(fd);
@@ -155,10 +164,9 @@ int img_record_list(struct img_store *s, struct img_record ***ret, size_t *ret_n
 		size_t l = strlen(de->d_name);
 		if (l != 64 + 5 || !streq(de->d_name + 64, ".json"))
 			continue; /* temporary files of a concurrent save, dot entries */
-		_cleanup_free_ char *p = xasprintf("records/%s", de->d_name);
 		struct img_record *r;
 		pd_err e2 = {0};
-		if (load_record(s, p, &r, &e2) < 0)
+		if (load_record(s, dirfd(d), de->d_name, &r, &e2) < 0)
 			continue; /* vanished under a concurrent rm; a damaged record shows in inspect */
 		v = xrealloc(v, (n + 1) * sizeof(*v));
 		v[n++] = r;
@@ -181,10 +189,11 @@ static bool hex_prefix_of(const char *what, const char *digest)
 
 static int find_by_name(struct img_store *s, const char *name, struct img_record **ret)
 {
-	_cleanup_free_ char *p = record_relpath(name);
-	if (faccessat(s->dirfd, p, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+	_cleanup_free_ char *f = record_file(name);
+	_cleanup_close_ int dfd = -1;
+	if (img_store_open_dir(s, "records", &dfd, NULL) < 0 || faccessat(dfd, f, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
 		return -ENOENT;
-	return load_record(s, p, ret, NULL);
+	return load_record(s, dfd, f, ret, NULL);
 }
 
 char *img_name_normalize(const char *name)
@@ -223,8 +232,12 @@ int img_record_find(struct img_store *s, const char *what, struct img_record **r
 
 int img_record_remove(struct img_store *s, const char *name, pd_err *err)
 {
-	_cleanup_free_ char *p = record_relpath(name);
-	if (unlinkat(s->dirfd, p, 0) < 0)
+	_cleanup_free_ char *f = record_file(name);
+	_cleanup_close_ int dfd = -1;
+	int q = img_store_open_dir(s, "records", &dfd, err);
+	if (q < 0)
+		return q;
+	if (unlinkat(dfd, f, 0) < 0)
 		return pd_error(err, errno, "cannot remove the record of %s", name);
 	return 0;
 }

@@ -198,27 +198,100 @@ static void test_gc(void **state)
 	rm_rf(home);
 }
 
+/* A store in a fresh home (*ret_home, for the caller to remove). */
+static struct img_store *new_store(char **ret_home, enum img_lock lock)
+{
+	*ret_home = tmp_home();
+	struct img_store *s = NULL;
+	pd_err err = {0};
+	assert_int_equal(img_store_open(*ret_home, lock, &s, &err), 0);
+	return s;
+}
+
+/* Swaps the store's directory rel for a symlink to a directory outside the store. */
+static void plant_dir_symlink(struct img_store *s, const char *rel, const char *target)
+{
+	_cleanup_free_ char *p = xasprintf("%s/%s", s->dir, rel), *real = xasprintf("%s/%s.real", s->dir, rel);
+	assert_int_equal(rename(p, real), 0);
+	assert_int_equal(symlink(target, p), 0);
+}
+
 /* A symlink planted for blobs/ (the store's own owner, or a racing process of theirs) would
  * have turned gc's sweep of blobs/sha256 into a removal of every file in the directory the
  * link names. gc refuses, and the directory outside the store keeps its files. */
 static void test_gc_symlink_in_store_not_followed(void **state)
 {
 	(void)state;
-	_cleanup_free_ char *home = tmp_home();
-	struct img_store *s;
+	_cleanup_free_ char *home = NULL;
+	struct img_store *s = new_store(&home, IMG_LOCK_EXCLUSIVE);
 	pd_err err = {0};
-	assert_int_equal(img_store_open(home, IMG_LOCK_EXCLUSIVE, &s, &err), 0);
 	_cleanup_free_ char *outside = xasprintf("%s/outside/sha256", home);
 	_cleanup_free_ char *victim = xasprintf("%s/precious", outside);
 	assert_int_equal(mkdir_p(outside, 0755), 0);
 	assert_int_equal(write_file_atomic_at(AT_FDCWD, victim, "keep me", 7, 0644), 0);
-	_cleanup_free_ char *blobs = xasprintf("%s/blobs", s->dir), *real = xasprintf("%s/blobs.real", s->dir);
-	assert_int_equal(rename(blobs, real), 0);
-	assert_int_equal(symlink("../outside", blobs), 0);
+	plant_dir_symlink(s, "blobs", "../outside");
 	struct img_gc_stats st;
 	assert_int_equal(img_gc(s, &st, &err), -ELOOP);
 	assert_non_null(strstr(err.msg, "blobs/sha256"));
 	assert_int_equal(access(victim, F_OK), 0);
+	img_store_close(s);
+	rm_rf(home);
+}
+
+/* Blobs and records are reached beneath the store with no symlink in any component: a link
+ * planted for blobs/ or records/ neither serves outside content nor receives writes; and
+ * a store whose own directory is such a link is not opened at all. */
+static void test_store_paths_not_through_symlinks(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *home = NULL;
+	struct img_store *s = new_store(&home, IMG_LOCK_SHARED);
+	pd_err err = {0};
+	char d[OCI_DIGEST_LEN + 1];
+	img_sha256_digest("hello", 5, d);
+	_cleanup_free_ char *outside = xasprintf("%s/outside", home), *sha = xasprintf("%s/sha256", outside);
+	_cleanup_free_ char *served = xasprintf("%s/%s", sha, d + 7);
+	assert_int_equal(mkdir_p(sha, 0755), 0);
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, served, "hello", 5, 0644), 0);
+	plant_dir_symlink(s, "blobs", "../outside");
+	assert_false(img_blob_exists(s, d));
+	assert_int_equal(img_blob_open(s, d, &err), -ELOOP);
+	assert_non_null(strstr(err.msg, "symlink"));
+	char other[OCI_DIGEST_LEN + 1];
+	img_sha256_digest("other", 5, other);
+	assert_int_equal(img_blob_put_buf(s, "other", 5, other, NULL, &err), -ELOOP);
+	_cleanup_free_ char *written = xasprintf("%s/%s", sha, other + 7);
+	assert_int_equal(access(written, F_OK), -1);
+	assert_int_equal(count_dir(s, "tmp"), 0);
+	_cleanup_img_record_ struct img_record *r = sample("localhost/x:1", "x");
+	plant_dir_symlink(s, "records", "../outside");
+	assert_int_equal(img_record_save(s, r, &err), -ELOOP);
+	assert_int_equal(count_dir(s, "../outside"), 1);  /* sha256/ only: no record went there */
+	img_store_close(s);
+	/* the next open refuses the store until the links are gone */
+	assert_int_equal(img_store_open(home, IMG_LOCK_SHARED, &s, &err), -ELOOP);
+	assert_non_null(strstr(err.msg, "/blobs"));
+	rm_rf(home);
+}
+
+/* A FIFO where a stored blob belongs is refused at once, not read (which would wait for a
+ * writer forever, holding the store lock). */
+static void test_store_blob_fifo_refused(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *home = NULL;
+	struct img_store *s = new_store(&home, IMG_LOCK_SHARED);
+	pd_err err = {0};
+	char d[OCI_DIGEST_LEN + 1];
+	img_sha256_digest("fifo", 4, d);
+	_cleanup_free_ char *p = xasprintf("%s/blobs/sha256/%s", s->dir, d + 7);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	alarm(10); /* a hang is the failure this tests: end it with SIGALRM */
+	assert_false(img_blob_exists(s, d));
+	char *buf = NULL;
+	assert_int_equal(img_blob_read(s, d, 100, &buf, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "a FIFO"));
+	alarm(0);
 	img_store_close(s);
 	rm_rf(home);
 }
@@ -480,6 +553,8 @@ int main(void)
 		cmocka_unit_test(test_record_find),
 		cmocka_unit_test(test_gc),
 		cmocka_unit_test(test_gc_symlink_in_store_not_followed),
+		cmocka_unit_test(test_store_paths_not_through_symlinks),
+		cmocka_unit_test(test_store_blob_fifo_refused),
 		cmocka_unit_test(test_base_url),
 		cmocka_unit_test(test_default_name),
 		cmocka_unit_test(test_apt_hosts),
