@@ -37,6 +37,7 @@ void layer_options_default(struct layer_options *o)
 		.privileged = geteuid() == 0,
 		.max_bytes = LAYER_BYTES_MAX_DEFAULT,
 		.max_entries = LAYER_ENTRIES_MAX_DEFAULT,
+		.max_path_bytes = LAYER_PATH_BYTES_MAX_DEFAULT,
 		.max_depth = LAYER_DEPTH_MAX_DEFAULT,
 		.link_from = -1,
 	};
@@ -334,16 +335,39 @@ static int make_hardlink(struct applier *ap, int dirfd, const char *name, const 
 	return 0;
 }
 
-/* Who owns a parent directory no entry named: the image's root, shifted (unshifted trees
- * keep the applier's own ids). */
-static uid_t parent_uid(const struct applier *ap)
+static int too_many_entries(struct applier *ap)
 {
-	return ap->o.uid_shift ? (uid_t)ap->o.uid_shift : (uid_t)-1;
+	return pd_error_msg(ap->err, E2BIG, "layer has more than %llu entries (the parent directories its names imply count too)",
+			    (unsigned long long)ap->o.max_entries);
 }
 
-static gid_t parent_gid(const struct applier *ap)
+/* Opens dir beneath the root, making the parents no entry named: owned by the image's root,
+ * shifted (unshifted trees keep the applier's own ids), and each one an entry against
+ * max_entries. */
+static int open_parent(struct applier *ap, const char *dir, const char *what, int *ret_fd)
 {
-	return ap->o.gid_shift ? (gid_t)ap->o.gid_shift : (gid_t)-1;
+	uint64_t left = ap->o.max_entries - ap->st.entries - ap->st.implicit_dirs;
+	struct layer_mkdirs mk = {
+		.uid = ap->o.uid_shift ? (uid_t)ap->o.uid_shift : (uid_t)-1,
+		.gid = ap->o.gid_shift ? (gid_t)ap->o.gid_shift : (gid_t)-1,
+		.budget = left,
+	};
+	int r = layer_open_dir_as(ap->rootfd, dir, &mk, ret_fd);
+	ap->st.implicit_dirs += left - mk.budget;
+	if (r == -E2BIG)
+		return too_many_entries(ap);
+	return r < 0 ? fail_errno(ap, r, what) : 0;
+}
+
+/* Remembers path (and its parents) as this layer's; their bytes are capped, for the set
+ * lives in memory. */
+static int add_written(struct applier *ap, const char *path)
+{
+	layer_pathset_add_with_parents(ap->written, path);
+	if (layer_pathset_bytes(ap->written) > ap->o.max_path_bytes)
+		return pd_error_msg(ap->err, E2BIG, "layer's paths take more than %llu bytes",
+				    (unsigned long long)ap->o.max_path_bytes);
+	return 0;
 }
 
 /* ---- whiteouts ---- */
@@ -351,11 +375,11 @@ static gid_t parent_gid(const struct applier *ap)
 static int opaque(struct applier *ap, const char *dir)
 {
 	_cleanup_close_ int fd = -1;
-	int r = layer_open_dir_as(ap->rootfd, dir, true, parent_uid(ap), parent_gid(ap), &fd);
+	int r = open_parent(ap, dir, "cannot open the opaque directory", &fd);
 	if (r < 0)
-		return fail_errno(ap, r, "cannot open the opaque directory");
-	if (dir[0])
-		layer_pathset_add_with_parents(ap->written, dir);
+		return r;
+	if (dir[0] && (r = add_written(ap, dir)) < 0)
+		return r;
 	r = layer_clear_opaque(fd, dir, ap->written, 0);
 	if (r < 0)
 		return fail_errno(ap, r, "cannot clear the opaque directory");
@@ -437,12 +461,10 @@ static int apply_entry(struct applier *ap, struct archive_entry *e)
 	if (startswith(base, WHITEOUT))
 		return whiteout(ap, dir, base);
 	_cleanup_close_ int dirfd = -1;
-	if ((r = layer_open_dir_as(ap->rootfd, dir, true, parent_uid(ap), parent_gid(ap), &dirfd)) < 0)
-		return fail_errno(ap, r, "cannot open the parent directory");
+	if ((r = open_parent(ap, dir, "cannot open the parent directory", &dirfd)) < 0)
+		return r;
 	r = create_node(ap, dirfd, base, e);
-	if (r == 0)
-		layer_pathset_add_with_parents(ap->written, path);
-	return r;
+	return r < 0 ? r : add_written(ap, path);
 }
 
 /* ---- the archive ---- */
@@ -464,9 +486,8 @@ static int read_entries(struct applier *ap)
 	int r;
 	while ((r = archive_read_next_header(ap->a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
 		ap->path = NULL;
-		if (++ap->st.entries > ap->o.max_entries)
-			return pd_error_msg(ap->err, E2BIG, "layer has more than %llu entries",
-					    (unsigned long long)ap->o.max_entries);
+		if (++ap->st.entries + ap->st.implicit_dirs > ap->o.max_entries)
+			return too_many_entries(ap);
 		int q = apply_entry(ap, e);
 		if (q < 0)
 			return q;

@@ -22,7 +22,10 @@
  * char/block devices are skipped (counted) and directories keep u+rwx so later layers can
  * still be applied. Extended attributes: only "user.*" but "user.overlay.*" is applied
  * (security.capability, trusted.*, security.selinux, overlayfs's own are skipped and counted). The root directory's own entry is
- * ignored. Limits: total bytes, entry count, depth, and PATH_MAX / NAME_MAX. */
+ * ignored. Limits: total bytes, entry count (a parent directory no entry names counts as one
+ * when it is made), depth, PATH_MAX / NAME_MAX, and the bytes of all the paths the layer
+ * writes (the applier keeps them in memory: a layer of deep, long names is refused before
+ * it fills it). */
 #pragma once
 
 #include "util/error.h"
@@ -30,13 +33,15 @@
 #define LAYER_BYTES_MAX_DEFAULT (32ULL << 30)
 #define LAYER_ENTRIES_MAX_DEFAULT 1000000
 #define LAYER_DEPTH_MAX_DEFAULT 128
+#define LAYER_PATH_BYTES_MAX_DEFAULT (256ULL << 20)
 #define LAYER_XATTR_VALUE_MAX (64 * 1024)
 #define LAYER_SHIFT_SPAN 65536
 
 struct layer_options {
 	bool privileged;       /* apply owners, keep setuid/setgid, create device nodes */
 	uint64_t max_bytes;    /* file data (and apparent sizes) of the whole layer */
-	uint64_t max_entries;
+	uint64_t max_entries;  /* entries, and parent directories made for them */
+	uint64_t max_path_bytes; /* the paths written and their parents, each counted once */
 	unsigned max_depth;    /* path components of one entry */
 	/* privileged only: owners land at shift + id (ids 0..65535; others become shift+65534),
 	 * the way a box's user namespace maps them (root's boxes never see host uid 0) */
@@ -54,6 +59,7 @@ struct layer_stats {
 	uint64_t whiteouts, opaque_dirs, bytes;
 	uint64_t devices_skipped, xattrs_skipped, setid_stripped, ignored;  /* sockets, aufs, "." */
 	uint64_t linked;  /* files hard-linked from link_from (counted in files too) */
+	uint64_t implicit_dirs;  /* parent directories made that no entry named */
 };
 
 struct archive;

@@ -8,9 +8,9 @@
 #include "workspace/ws_io.h"
 
 /* Creates the missing components of path one by one, each from its parent's fd; a
- * component made here belongs to uid:gid (the image's root after the shift) unless those
- * are -1. */
-static int make_dirs(int rootfd, const char *path, uid_t uid, gid_t gid, int *ret_fd)
+ * component made here belongs to mk's uid:gid (the image's root after the shift) unless
+ * those are -1, and is taken from mk's budget. */
+static int make_dirs(int rootfd, const char *path, struct layer_mkdirs *mk, int *ret_fd)
 {
 	_cleanup_free_ char *p = xstrdup(path);
 	_cleanup_close_ int cur = -1;
@@ -18,17 +18,22 @@ static int make_dirs(int rootfd, const char *path, uid_t uid, gid_t gid, int *re
 	if (r < 0)
 		return r;
 	for (char *s = p, *comp; (comp = strsep(&s, "/"));) {
+		/* a parent no entry names is made at the entry limit's expense: a tar of a few
+		 * deep names must not make more directories than the limit allows entries */
+		struct stat st;
+		if (mk->budget == 0 && fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			return -E2BIG;
 		/* mkdirat never follows: an existing symlink here is EEXIST, then the O_NOFOLLOW
 		 * open below refuses it */
 		bool made = mkdirat(cur, comp, 0755) == 0;
 		if (!made && errno != EEXIST)
 			return -errno;
+		mk->budget -= made;
 		/* a parent the layer did not list is the image root's, as an OCI runtime makes it */
-		if (made && uid != (uid_t)-1 && fchownat(cur, comp, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		if (made && mk->uid != (uid_t)-1 && fchownat(cur, comp, mk->uid, mk->gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
 		int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0) {
-			struct stat st;
 			bool link = fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 				    S_ISLNK(st.st_mode);
 			return link ? -ELOOP : -errno;
@@ -42,14 +47,15 @@ static int make_dirs(int rootfd, const char *path, uid_t uid, gid_t gid, int *re
 
 int layer_open_dir(int rootfd, const char *path, bool create, int *ret_fd)
 {
-	return layer_open_dir_as(rootfd, path, create, (uid_t)-1, (gid_t)-1, ret_fd);
+	struct layer_mkdirs mk = {.uid = (uid_t)-1, .gid = (gid_t)-1, .budget = UINT64_MAX};
+	return layer_open_dir_as(rootfd, path, create ? &mk : NULL, ret_fd);
 }
 
-int layer_open_dir_as(int rootfd, const char *path, bool create, uid_t uid, gid_t gid, int *ret_fd)
+int layer_open_dir_as(int rootfd, const char *path, struct layer_mkdirs *mk, int *ret_fd)
 {
 	int r = ws_open_beneath(rootfd, path, O_RDONLY | O_DIRECTORY, ret_fd);
-	if (r == -ENOENT && create)
-		return make_dirs(rootfd, path, uid, gid, ret_fd);
+	if (r == -ENOENT && mk)
+		return make_dirs(rootfd, path, mk, ret_fd);
 	return r;
 }
 

@@ -25,6 +25,8 @@ void layer_pathset_add(struct layer_pathset *s, const char *path);
 /* Adds path and each of its parent directories. */
 void layer_pathset_add_with_parents(struct layer_pathset *s, const char *path);
 bool layer_pathset_has(const struct layer_pathset *s, const char *path);
+/* The bytes of the paths in the set (each counted once, with its NUL). */
+uint64_t layer_pathset_bytes(const struct layer_pathset *s);
 
 /* ---- layer_fs.c ---- */
 
@@ -32,8 +34,16 @@ bool layer_pathset_has(const struct layer_pathset *s, const char *path);
  * create, missing components are made (mode 0755). -ELOOP when a component is a symlink,
  * -ENOTDIR when it is another non-directory. */
 int layer_open_dir(int rootfd, const char *path, bool create, int *ret_fd);
-/* The same; components it makes belong to uid:gid (not changed when -1). */
-int layer_open_dir_as(int rootfd, const char *path, bool create, uid_t uid, gid_t gid, int *ret_fd);
+/* How layer_open_dir_as makes the missing components: owned by uid:gid (not changed when
+ * -1), and at most budget of them — each one made is taken from it, and when none is left
+ * the next is not made (-E2BIG), so parents no entry names count against the entry limit. */
+struct layer_mkdirs {
+	uid_t uid;
+	gid_t gid;
+	uint64_t budget;
+};
+/* The same, making missing components as mk says (NULL: make none). */
+int layer_open_dir_as(int rootfd, const char *path, struct layer_mkdirs *mk, int *ret_fd);
 /* Removes dirfd/name whatever it is (directories recursively, never following symlinks);
  * absent is fine. */
 int layer_remove_tree(int dirfd, const char *name, unsigned depth);

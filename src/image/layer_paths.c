@@ -46,6 +46,7 @@ int layer_path_normalize(const char *name, unsigned max_depth, char **ret)
 struct layer_pathset {
 	char **slots;
 	size_t cap, count;
+	uint64_t bytes;
 };
 
 static uint64_t hash(const char *s)
@@ -103,6 +104,7 @@ void layer_pathset_add(struct layer_pathset *s, const char *path)
 		return;
 	*slot = xstrdup(path);
 	s->count++;
+	s->bytes += strlen(path) + 1;
 }
 
 void layer_pathset_add_with_parents(struct layer_pathset *s, const char *path)
@@ -122,4 +124,9 @@ void layer_pathset_add_with_parents(struct layer_pathset *s, const char *path)
 bool layer_pathset_has(const struct layer_pathset *s, const char *path)
 {
 	return *find_slot(s->slots, s->cap, path) != NULL;
+}
+
+uint64_t layer_pathset_bytes(const struct layer_pathset *s)
+{
+	return s->bytes;
 }

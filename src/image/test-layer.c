@@ -722,6 +722,51 @@ static void test_limits(void **state)
 	apply_fails(f, t, "name too long");
 }
 
+/* Every node below dirfd. */
+static unsigned count_tree(int dirfd)
+{
+	_cleanup_strv_ char **names = NULL;
+	assert_int_equal(dir_list_names(dirfd, &names), 0);
+	unsigned n = 0;
+	for (char **p = names; *p; p++) {
+		n++;
+		_cleanup_close_ int sub = openat(dirfd, *p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			n += count_tree(sub);
+	}
+	return n;
+}
+
+/* A tar of a few deep names and no directory entries made one directory per component
+ * beyond the entry limit: the parents a name implies count as entries, and the applier
+ * stops at the limit; the paths the layer keeps in memory are capped in bytes. */
+static void test_limits_implicit_dirs(void **state)
+{
+	struct fx *f = *state;
+	f->o.max_entries = 10;
+	struct tar *t = tar_new();
+	add_file(t, "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/file", "x", 0644);
+	apply_fails(f, t, "layer has more than 10 entries");
+	assert_true(count_tree(f->rootfd) <= 10);
+	/* within the limit the same shape applies, and says what it made */
+	rm_rf_at(f->rootfd, "a");
+	t = tar_new();
+	add_file(t, "a/b/c/file", "x", 0644);
+	apply_ok(f, t);
+	assert_int_equal(f->st.implicit_dirs, 3);
+
+	layer_options_default(&f->o);
+	f->o.max_path_bytes = 300; /* the first name and its parent fit (204 bytes), the second does not */
+	char deep[128];
+	memset(deep, 'd', 100);
+	strcpy(deep + 100, "/x");
+	t = tar_new();
+	add_file(t, deep, "", 0644);
+	deep[0] = 'e';
+	add_file(t, deep, "", 0644);
+	apply_fails(f, t, "paths take more than 300 bytes");
+}
+
 int main(void)
 {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
@@ -746,6 +791,7 @@ int main(void)
 		T(test_compressed),
 		T(test_empty_and_garbage),
 		T(test_limits),
+		T(test_limits_implicit_dirs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
