@@ -220,14 +220,16 @@ static int fetch_layout(struct img_fetcher *f, struct img_store *s, const struct
 			bool manifest, pd_err *err)
 {
 	struct archive_src *a = (struct archive_src *)f;
-	_cleanup_free_ char *p = img_blob_relpath(d->digest);
-	_cleanup_close_ int fd = openat(a->layoutfd, p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
-		return pd_error(err, errno, "the layout has no blob %s", d->digest);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return pd_error_msg(err, EINVAL, "the layout's %s is not a regular file", p);
-	int r = img_blob_put_fd(s, fd, d->digest, d->size, NULL, NULL, err);
+	_cleanup_free_ char *p = img_blob_relpath(d->digest), *what = xasprintf("the layout's %s", p);
+	_cleanup_close_ int fd = -1;
+	/* why safe: img_open_regular neither follows a symlink on the way (blobs/ included) nor
+	 * waits on a FIFO with the store lock held */
+	int r = img_open_regular(a->layoutfd, p, what, &fd, err);
+	if (r == -ENOENT)
+		return pd_error(err, r, "the layout has no blob %s", d->digest);
+	if (r < 0)
+		return r;
+	r = img_blob_put_fd(s, fd, d->digest, d->size, NULL, NULL, err);
 	return r < 0 ? pd_err_prefix(err, "layout blob %s", p) : 0;
 }
 
@@ -237,11 +239,14 @@ static int src_read(struct img_store *s, struct archive_src *a, const char *path
 		    char **ret, size_t *ret_len, pd_err *err)
 {
 	if (a->layoutfd >= 0) {
-		_cleanup_close_ int fd = openat(a->layoutfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-		if (fd < 0)
-			return pd_error(err, errno, "cannot open %s of the layout", path);
-		int r = read_fd_all(fd, max, ret, ret_len);
-		return r < 0 ? pd_error(err, r, "cannot read %s of the layout", path) : 0;
+		_cleanup_free_ char *what = xasprintf("the layout's %s", path);
+		_cleanup_close_ int fd = -1;
+		/* as for blobs (fetch_layout): no symlink, no FIFO */
+		int r = img_open_regular(a->layoutfd, path, what, &fd, err);
+		if (r < 0)
+			return r;
+		r = read_fd_all(fd, max, ret, ret_len);
+		return r < 0 ? pd_error(err, r, "cannot read %s", what) : 0;
 	}
 	const struct entry *e = find_entry(a, path);
 	if (!e)
@@ -437,8 +442,10 @@ int img_import(struct img_store *s, const char *path, const struct img_import_op
 	struct archive_src a = {.f = {.fetch = fetch_missing, .progress = o->progress}, .layoutfd = -1};
 	struct stat st;
 	int r = 0;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 || fstat(fd, &st) < 0)
+	/* O_NONBLOCK: a FIFO given as the archive is refused below, not waited on with the
+	 * store lock held (the user's own path: a symlink to it is followed) */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || fd_set_nonblock(fd, false) < 0)
 		return pd_error(err, errno, "cannot open %s", path);
 	if (S_ISDIR(st.st_mode)) {
 		a.layoutfd = TAKE_FD(fd);

@@ -296,6 +296,79 @@ static void test_store_blob_fifo_refused(void **state)
 	rm_rf(home);
 }
 
+/* An OCI layout directory with oci-layout and, unless index is NULL, that index.json. */
+static char *layout_dir(const char *home, const char *index)
+{
+	char *dir = xasprintf("%s/layout", home);
+	_cleanup_free_ char *blobs = xasprintf("%s/blobs/sha256", dir), *ol = xasprintf("%s/oci-layout", dir);
+	assert_int_equal(mkdir_p(blobs, 0755), 0);
+	const char *v = "{\"imageLayoutVersion\":\"1.0.0\"}";
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, ol, v, strlen(v), 0644), 0);
+	_cleanup_free_ char *ip = xasprintf("%s/index.json", dir);
+	if (index)
+		assert_int_equal(write_file_atomic_at(AT_FDCWD, ip, index, strlen(index), 0644), 0);
+	return dir;
+}
+
+/* Imports dir, which must fail at once (a FIFO read would block: SIGALRM ends the test)
+ * with errnum and a message holding expect. */
+static void import_fails(struct img_store *s, const char *dir, int errnum, const char *expect)
+{
+	struct img_import_opts o = {.name = "localhost/bad:1"};
+	struct img_record *r = NULL;
+	pd_err err = {0};
+	alarm(10);
+	assert_int_equal(img_import(s, dir, &o, &r, &err), -errnum);
+	alarm(0);
+	assert_null(r);
+	if (!strstr(err.msg, expect))
+		fail_msg("message '%s' lacks '%s'", err.msg, expect);
+}
+
+/* A layout whose index.json or manifest blob is a FIFO used to hang the import (holding the
+ * store lock) on the open; one whose index.json or blobs/ is a symlink was followed. Each is
+ * refused at once, naming the file. */
+static void test_import_layout_fifo_and_symlink_refused(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *home = NULL;
+	struct img_store *s = new_store(&home, IMG_LOCK_SHARED);
+	_cleanup_free_ char *dir = layout_dir(home, NULL), *ip = xasprintf("%s/index.json", dir);
+	assert_int_equal(mkfifo(ip, 0644), 0);
+	import_fails(s, dir, EINVAL, "the layout's index.json is a FIFO");
+	/* the same index.json elsewhere, reached through a symlink */
+	_cleanup_free_ char *elsewhere = xasprintf("%s/index-elsewhere.json", home);
+	char d[OCI_DIGEST_LEN + 1];
+	img_sha256_digest("manifest", 8, d);
+	_cleanup_free_ char *index = xasprintf("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":"
+					       "\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"%s\",\"size\":8}]}", d);
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, elsewhere, index, strlen(index), 0644), 0);
+	assert_int_equal(unlink(ip), 0);
+	assert_int_equal(symlink(elsewhere, ip), 0);
+	import_fails(s, dir, ELOOP, "the layout's index.json is a symlink");
+	/* a real index.json naming a manifest whose blob is a FIFO */
+	assert_int_equal(unlink(ip), 0);
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, ip, index, strlen(index), 0644), 0);
+	_cleanup_free_ char *mp = xasprintf("%s/blobs/sha256/%s", dir, d + 7);
+	assert_int_equal(mkfifo(mp, 0644), 0);
+	import_fails(s, dir, EINVAL, "blobs/sha256/");
+	import_fails(s, dir, EINVAL, "is a FIFO");
+	/* blobs/ a symlink to a directory holding the manifest: not followed either */
+	assert_int_equal(unlink(mp), 0);
+	_cleanup_free_ char *blobs = xasprintf("%s/blobs", dir), *other = xasprintf("%s/other-blobs", home);
+	assert_int_equal(rename(blobs, other), 0);
+	assert_int_equal(symlink(other, blobs), 0);
+	_cleanup_free_ char *behind = xasprintf("%s/sha256/%s", other, d + 7);
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, behind, "manifest", 8, 0644), 0);
+	import_fails(s, dir, ELOOP, "symlink");
+	/* a FIFO given as the archive itself */
+	_cleanup_free_ char *fifo = xasprintf("%s/archive.tar", home);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	import_fails(s, fifo, EINVAL, "neither a tar archive nor an OCI layout directory");
+	img_store_close(s);
+	rm_rf(home);
+}
+
 static void test_base_url(void **state)
 {
 	pd_err err = {0};
@@ -555,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_gc_symlink_in_store_not_followed),
 		cmocka_unit_test(test_store_paths_not_through_symlinks),
 		cmocka_unit_test(test_store_blob_fifo_refused),
+		cmocka_unit_test(test_import_layout_fifo_and_symlink_refused),
 		cmocka_unit_test(test_base_url),
 		cmocka_unit_test(test_default_name),
 		cmocka_unit_test(test_apt_hosts),
