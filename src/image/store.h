@@ -9,7 +9,8 @@
  *   records/HASH.json    one per image name (HASH = sha256 of the name): name, digests, sizes,
  *                        when, from where, what it contains
  *   uses/BOX             a box made from an image: the rootfs key it uses; kept by gc while
- *                        $PADDOCK_HOME/boxes/BOX exists
+ *                        $PADDOCK_HOME/boxes/BOX exists, and for IMG_USE_GRACE_S after it
+ *                        was written (the box is made after its use is recorded)
  *   tmp/                 blobs being downloaded, trees being unpacked (gc empties it)
  * Everything enters by rename from tmp/, so a reader sees an old or a new state, never half. */
 #pragma once
@@ -147,6 +148,9 @@ int img_rootfs_unpack(struct img_store *s, const char *config_digest, char *cons
 /* Records that box uses the image's rootfs (needs the shared lock); returns the rootfs path. */
 int img_use(struct img_store *s, const char *box, const struct img_record *r, char **ret_rootfs,
 	    pd_err *err);
+/* A use is written (under the shared lock) before its box's directory exists: gc, which
+ * may run in between, keeps a use this young even without its box. */
+#define IMG_USE_GRACE_S 3600
 /* What gc removed. */
 struct img_gc_stats {
 	uint64_t blobs, rootfs, bytes, uses, tmp;

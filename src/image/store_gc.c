@@ -2,6 +2,7 @@
  * (store.h). */
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "image/layer.h"
 #include "image/store.h"
@@ -209,7 +210,9 @@ static void keep_record(struct keep *k, const struct img_record *r)
 	k->trees = strv_append(k->trees, r->config + 7);
 }
 
-/* uses/BOX keeps its tree while the box exists; a use whose box is gone is dropped */
+/* uses/BOX keeps its tree while the box exists; a use whose box is gone is dropped, unless it
+ * is younger than IMG_USE_GRACE_S: `create` records the use before it makes the box's
+ * directory, and a gc in between must not take the tree from under the box being made */
 static int keep_uses(struct img_store *s, struct keep *k, struct img_gc_stats *st, pd_err *err)
 {
 	int fd = -1;
@@ -225,7 +228,10 @@ static int keep_uses(struct img_store *s, struct keep *k, struct img_gc_stats *s
 		/* the box store's layout (supervisor/store.h), which this module does not link */
 		_cleanup_free_ char *box = xasprintf("%s/boxes/%s", s->home, de->d_name);
 		_cleanup_free_ char *buf = NULL;
-		if (access(box, F_OK) < 0 && errno == ENOENT) {
+		struct stat us;
+		if (access(box, F_OK) < 0 && errno == ENOENT &&
+		    (fstatat(dirfd(d), de->d_name, &us, AT_SYMLINK_NOFOLLOW) < 0 ||
+		     us.st_mtime + IMG_USE_GRACE_S < time(NULL))) {
 			unlinkat(dirfd(d), de->d_name, 0);
 			st->uses++;
 			continue;

@@ -173,6 +173,10 @@ static void test_gc(void **state)
 	free(rootfs);
 	assert_int_equal(img_use(s, "b2", gone, &rootfs, &err), 0); /* box b2 never existed */
 	free(rootfs);
+	/* a use as fresh as this one is a box still being made (see test_gc_grace): age it */
+	_cleanup_free_ char *b2use = xasprintf("%s/uses/b2", s->dir);
+	struct timespec old[2] = {{.tv_sec = time(NULL) - IMG_USE_GRACE_S - 60}, {.tv_sec = time(NULL) - IMG_USE_GRACE_S - 60}};
+	assert_int_equal(utimensat(AT_FDCWD, b2use, old, 0), 0);
 	img_sha256_digest("stray", 5, d);
 	assert_int_equal(img_record_remove(s, gone->name, &err), 0);
 	assert_int_equal(img_record_remove(s, used->name, &err), 0);
@@ -185,8 +189,11 @@ static void test_gc(void **state)
 	assert_true(img_rootfs_exists(s, used->config));
 	assert_false(img_rootfs_exists(s, gone->config));
 	assert_true(img_blob_exists(s, kept->layers[0]));
-	/* the box goes: its tree goes with the next gc */
+	/* the box goes (`rm` drops its use too: store_drop_image_use): its tree goes with the
+	 * next gc */
 	assert_int_equal(rm_rf(boxdir), 0);
+	_cleanup_free_ char *b1use = xasprintf("%s/uses/b1", s->dir);
+	assert_int_equal(unlink(b1use), 0);
 	assert_int_equal(img_gc(s, &st, &err), 0);
 	assert_int_equal(st.rootfs, 1);
 	assert_false(img_rootfs_exists(s, used->config));
@@ -214,6 +221,40 @@ static void plant_dir_symlink(struct img_store *s, const char *rel, const char *
 	_cleanup_free_ char *p = xasprintf("%s/%s", s->dir, rel), *real = xasprintf("%s/%s.real", s->dir, rel);
 	assert_int_equal(rename(p, real), 0);
 	assert_int_equal(symlink(target, p), 0);
+}
+
+/* `create` records a box's use before it makes the box's directory: a gc in between keeps the
+ * tree (the use is young), and drops the use only once it is older than IMG_USE_GRACE_S. */
+static void test_gc_grace(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *home = tmp_home();
+	struct img_store *s;
+	pd_err err = {0};
+	assert_int_equal(img_store_open(home, IMG_LOCK_EXCLUSIVE, &s, &err), 0);
+	_cleanup_img_record_ struct img_record *r = sample("localhost/new:1", "n");
+	_cleanup_free_ char *t = img_rootfs_path(s, r->config);
+	assert_int_equal(mkdir(t, 0755), 0);
+	assert_int_equal(img_record_save(s, r, &err), 0);
+	char *rootfs = NULL;
+	assert_int_equal(img_use(s, "being-made", r, &rootfs, &err), 0);
+	free(rootfs);
+	assert_int_equal(img_record_remove(s, r->name, &err), 0); /* `image rm` raced too */
+	struct img_gc_stats st;
+	assert_int_equal(img_gc(s, &st, &err), 0);
+	assert_int_equal(st.uses, 0);
+	assert_int_equal(st.rootfs, 0);
+	assert_true(img_rootfs_exists(s, r->config));
+	_cleanup_free_ char *use = xasprintf("%s/uses/being-made", s->dir);
+	time_t then = time(NULL) - IMG_USE_GRACE_S - 1;
+	struct timespec ts[2] = {{.tv_sec = then}, {.tv_sec = then}};
+	assert_int_equal(utimensat(AT_FDCWD, use, ts, 0), 0);
+	assert_int_equal(img_gc(s, &st, &err), 0);
+	assert_int_equal(st.uses, 1);
+	assert_int_equal(st.rootfs, 1);
+	assert_false(img_rootfs_exists(s, r->config));
+	img_store_close(s);
+	rm_rf(home);
 }
 
 /* A symlink planted for blobs/ (the store's own owner, or a racing process of theirs) would
@@ -625,6 +666,7 @@ int main(void)
 		cmocka_unit_test(test_record_json),
 		cmocka_unit_test(test_record_find),
 		cmocka_unit_test(test_gc),
+		cmocka_unit_test(test_gc_grace),
 		cmocka_unit_test(test_gc_symlink_in_store_not_followed),
 		cmocka_unit_test(test_store_paths_not_through_symlinks),
 		cmocka_unit_test(test_store_blob_fifo_refused),

@@ -315,6 +315,11 @@ t_gc_keeps_trees_of_existing_boxes() {
 	pd image rm test/app:v1
 	[ -d "$PADDOCK_HOME/images/rootfs/${cfg:7}" ] || fail "tree of an existing box removed"
 	rmdir "$PADDOCK_HOME/boxes/b1"
+	# a use younger than an hour may be a box still being made (its directory comes after
+	# its use): kept; an old one whose box is gone is dropped with its tree
+	pd image gc
+	[ -d "$PADDOCK_HOME/images/rootfs/${cfg:7}" ] || fail "tree of a young use removed"
+	touch -d '2 hours ago' "$PADDOCK_HOME/images/uses/b1"
 	pd image gc
 	[ ! -e "$PADDOCK_HOME/images/rootfs/${cfg:7}" ] || fail "tree of a removed box kept"
 	[ ! -e "$PADDOCK_HOME/images/uses/b1" ] || fail "stale use kept"
