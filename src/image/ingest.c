@@ -141,6 +141,11 @@ int img_ingest(struct img_store *s, struct img_fetcher *f, const char *top, cons
 	rec->name = xstrdup(name);
 	rec->source = xstrdup(source);
 	rec->created = (int64_t)time(NULL);
+	/* a name is moved to the new image (as `docker load` and `pull` do), said out loud: the
+	 * image it named stays in the store until gc, reachable by its digest */
+	_cleanup_img_record_ struct img_record *old = NULL;
+	if (img_record_find(s, name, &old, NULL) == 0 && !streq(old->digest, rec->digest))
+		progress(f, "note: %s named %s; it now names %s\n", name, old->digest, rec->digest);
 	if ((r = img_record_save(s, rec, err)) < 0)
 		return r;
 	if (ret)

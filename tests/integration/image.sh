@@ -304,6 +304,21 @@ t_digest_of_an_image_with_two_names() {
 	assert_eq "$(find "$PADDOCK_HOME/images/blobs" -type f 2>/dev/null | wc -l)" "0"
 }
 
+# importing under a name that names another image moves the name, and says so
+t_import_over_a_name_says_so() {
+	mk docker-save "$PADDOCK_HOME/a.tar"
+	mk docker-save --add-file "$PADDOCK_HOME/a.tar:extra" "$PADDOCK_HOME/b.tar"
+	local out old
+	out=$(pd image import --name local/x:1 "$PADDOCK_HOME/a.tar" 2>&1)
+	assert_not_contains "$out" "note:"
+	old=$(pd image inspect local/x:1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
+	out=$(pd image import --name local/x:1 "$PADDOCK_HOME/a.tar" 2>&1)
+	assert_not_contains "$out" "note:" "the same image again"
+	out=$(pd image import --name local/x:1 "$PADDOCK_HOME/b.tar" 2>&1)
+	assert_contains "$out" "note: docker.io/local/x:1 named $old; it now names sha256:"
+	assert_ne "$(pd image inspect local/x:1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')" "$old"
+}
+
 t_gc_keeps_trees_of_existing_boxes() {
 	mk docker-save "$PADDOCK_HOME/app.tar"
 	pd image import "$PADDOCK_HOME/app.tar"
