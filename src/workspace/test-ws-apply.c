@@ -8,7 +8,9 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -164,6 +166,62 @@ static void test_apply_normal(void **state)
 	assert_int_equal(stat(c, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
 	assert_int_equal(st.st_uid, getuid());
+}
+
+static int g_wait_pipe = -1;
+static void note_waiting(const char *root)
+{
+	(void)root;
+	(void)!write(g_wait_pipe, "w", 1);
+}
+
+/* An apply to a tree that contains the host tree (here: its parent, f->dir) holds the host
+ * tree's apply back; one to a sibling (a shared lock on the parent) does not. */
+static void test_apply_nested_trees_exclude_each_other(void **state)
+{
+	struct fx *f = *state;
+	copy_in(f);
+	box_changes(f);
+	copy_out(f);
+	_cleanup_close_ int outer = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(outer >= 0);
+	/* a sibling's apply: the parent shared; ours goes through without waiting */
+	assert_int_equal(flock(outer, LOCK_SH), 0);
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	g_wait_pipe = p[1];
+	struct ws_apply_opts o = {.waiting = note_waiting, .dry_run = true};
+	assert_int_equal(apply(f, &o), 0);
+	o.dry_run = false;
+	char c;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(apply(f, &o) == 0 ? 0 : 1);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(read(p[0], &c, 1), -1); /* it did not wait */
+	assert_int_equal(errno, EAGAIN);
+	/* an apply to the parent tree: ours waits until it is done */
+	assert_int_equal(flock(outer, LOCK_EX), 0);
+	tl_write(f->boxdir, "later.txt", "later\n", 0644);
+	copy_out(f);
+	pid = fork();
+	if (pid == 0)
+		_exit(apply(f, &o) == 0 ? 0 : 1);
+	struct pollfd pf = {.fd = p[0], .events = POLLIN};
+	assert_int_equal(poll(&pf, 1, 5000), 1);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_int_equal(waitpid(pid, &st, WNOHANG), 0); /* still held back */
+	_cleanup_free_ char *later = xasprintf("%s/later.txt", f->host);
+	assert_int_equal(access(later, F_OK), -1);
+	assert_int_equal(flock(outer, LOCK_UN), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(access(later, F_OK), 0);
+	close(p[0]);
+	close(p[1]);
+	g_wait_pipe = -1;
 }
 
 /* A host file hard linked from outside the project: a mode change must not reach the
@@ -567,6 +625,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_resolver_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_normal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_nested_trees_exclude_each_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_journal_skips_walk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_mode_change_hardlinked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_dry_run, setup, teardown),

@@ -592,6 +592,87 @@ static int journal_mark(const char *dir, const char *path, bool sync)
 	return 0;
 }
 
+#define WS_APPLY_MAX_LOCK_DEPTH 256
+
+/* The locks of one apply: the tree's own directory and the directories above it. */
+struct tree_locks {
+	int fd[WS_APPLY_MAX_LOCK_DEPTH + 1];
+	size_t n;
+};
+
+static void tree_locks_release(struct tree_locks *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		close(l->fd[i]);
+	l->n = 0;
+}
+
+static int lock_wait(int fd, int op, const struct ws_apply_opts *o, const char *host_root, bool *told)
+{
+	if (flock(fd, op | LOCK_NB) == 0)
+		return 0;
+	if (errno != EWOULDBLOCK)
+		return -errno;
+	if (o->waiting && !*told)
+		o->waiting(host_root);
+	*told = true;
+	int r;
+	while ((r = flock(fd, op)) < 0 && errno == EINTR)
+		;
+	return r < 0 ? -errno : 0;
+}
+
+/* One apply at a time per host tree, nested trees included: two at once took each other's
+ * temp files for an interrupted apply's leftovers and removed them mid-write, and an apply to
+ * /p and one to /p/sub would each check a file under /p/sub and then both write it. An apply
+ * holds LOCK_EX on its tree's directory and LOCK_SH on every directory above it that it can
+ * open (up to /): applies to the same or to nested trees exclude each other, to sibling trees
+ * they do not. Taken from the top down, one order for every apply, so two cannot deadlock.
+ * Advisory locks on the directories' own inodes (the physical path, whatever symlink the user
+ * named): nothing is written anywhere. An ancestor that cannot be opened (no read permission)
+ * is skipped: an apply by someone who cannot read it would skip it as well. */
+static int tree_locks_take(int rootfd, const char *host_root, const struct ws_apply_opts *o,
+			   struct tree_locks *l)
+{
+	int up[WS_APPLY_MAX_LOCK_DEPTH];
+	size_t n_up = 0;
+	struct stat cur, par;
+	if (fstat(rootfd, &cur) < 0)
+		return -errno;
+	int from = rootfd;
+	while (n_up < WS_APPLY_MAX_LOCK_DEPTH) {
+		/* O_PATH walks on where a directory cannot be read; only readable ones are kept */
+		int p = openat(from, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (p < 0 || fstat(p, &par) < 0 || (par.st_dev == cur.st_dev && par.st_ino == cur.st_ino)) {
+			if (p >= 0)
+				close(p);
+			break;
+		}
+		if (from != rootfd)
+			close(from);
+		from = p;
+		cur = par;
+		int rd = openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (rd >= 0)
+			up[n_up++] = rd;
+	}
+	if (from != rootfd)
+		close(from);
+	bool told = false;
+	/* top down: up[] runs from the parent to / */
+	for (size_t i = n_up; i-- > 0;) {
+		if (lock_wait(up[i], LOCK_SH, o, host_root, &told) == 0)
+			l->fd[l->n++] = up[i];
+		else
+			close(up[i]); /* an ancestor's lock that fails (a filesystem without flock): skipped */
+	}
+	int self = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (self < 0)
+		return -errno;
+	l->fd[l->n++] = self;
+	return lock_wait(self, LOCK_EX, o, host_root, &told);
+}
+
 int ws_apply(const char *host_root, const struct ws_manifest *base, const struct ws_manifest *box,
 	     int staging_fd, const struct ws_apply_opts *o, struct ws_apply_report *ret, pd_err *err)
 {
@@ -601,22 +682,11 @@ int ws_apply(const char *host_root, const struct ws_manifest *base, const struct
 	if (rootfd < 0)
 		return pd_error(err, errno, "cannot open %s", host_root);
 	o = o ? o : &defaults;
-	/* One apply at a time per host tree: two at once took each other's temp files for an
-	 * interrupted apply's leftovers and removed them mid-write. An advisory lock on the
-	 * tree's own directory (the inode rootfd names): nothing is written into the tree. */
-	_cleanup_close_ int lockfd = o->dry_run ? -1 : openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (!o->dry_run && lockfd < 0)
-		return pd_error(err, errno, "cannot open %s", host_root);
-	if (lockfd >= 0 && flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK)
-			return pd_error(err, errno, "cannot lock %s", host_root);
-		if (o->waiting)
-			o->waiting(host_root);
-		int r;
-		while ((r = flock(lockfd, LOCK_EX)) < 0 && errno == EINTR)
-			;
+	_cleanup_(tree_locks_release) struct tree_locks locks = {0};
+	if (!o->dry_run) {
+		int r = tree_locks_take(rootfd, host_root, o, &locks);
 		if (r < 0)
-			return pd_error(err, errno, "cannot lock %s", host_root);
+			return pd_error(err, r, "cannot lock %s", host_root);
 	}
 	struct ws_apply_report rep = {.dry_run = o->dry_run};
 	_cleanup_free_ char *mark = NULL;

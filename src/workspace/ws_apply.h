@@ -50,7 +50,8 @@ struct ws_apply_opts {
 	/* tests only: called at each phase of each entry (to race or to crash there) */
 	void (*hook)(void *ud, enum ws_apply_phase phase, const char *path, int dirfd);
 	void *hook_ud;
-	/* called once, before waiting, when another apply holds the host tree's lock */
+	/* called once, before waiting, when another apply holds the lock of the host tree or of
+	 * a tree that contains it (ws_apply.c tree_locks_take) */
 	void (*waiting)(const char *host_root);
 	/* called after each selected entry with how many of total are done (a progress bar) */
 	void (*progress)(void *ud, size_t done, size_t total);
