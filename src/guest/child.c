@@ -4,9 +4,10 @@
  * before the requested program runs: a session never starts half-dropped.
  *
  * A session that execs a program runs this in a child that borrows PID 1's memory
- * (clone(CLONE_VM | CLONE_VFORK), session.c) while PID 1 waits for the execve(): so the path
- * to the execve() allocates nothing and changes no global (a failure message is formatted on
- * the stack and written with write(2); environ is PID 1's to restore). Kernel state —
+ * (clone(CLONE_VM), session.c) while PID 1 waits for the execve(): so the path to the
+ * execve() allocates nothing and changes no global (a failure message is formatted on the
+ * stack and written with write(2); environ is PID 1's to restore, errno PID 1 does not read
+ * meanwhile). Kernel state —
  * credentials, capabilities, signal dispositions and mask, fds, cwd, session — is the
  * child's own (no CLONE_FILES, CLONE_FS, CLONE_SIGHAND, CLONE_THREAD). The built-ins run in
  * a forked copy of PID 1, which is single-threaded, so they may allocate. */

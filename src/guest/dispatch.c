@@ -53,8 +53,8 @@ static void exec_start(struct init *in, uint32_t id, const struct proto_exec *re
 	struct session *s;
 	int r = session_spawn(&sr, id, &s);
 	if (r == -ETIMEDOUT) {
-		send_error(in, id, ETIMEDOUT, "cannot start session: its process did not reach execve() within %d s "
-			   "(stopped by a process of the box?) and was killed", SESSION_EXEC_DEADLINE_MS / 1000);
+		send_error(in, id, ETIMEDOUT, "cannot start session: its process did not reach execve() "
+			   "(stopped by a process of the box, or its filesystem hangs) and was killed");
 		return;
 	}
 	if (r < 0) {

@@ -86,21 +86,59 @@ static int spawn_child(void *spec)
 	child_exec(spec);
 }
 
-/* Waits until the child that shares our memory has let go of it: the write end of the pipe
- * it holds is O_CLOEXEC, so EOF comes with its execve() or its exit. A child that does not get
- * there in time is killed — a process of the box with the session's uid can SIGSTOP the child
- * once it has dropped to that uid, and PID 1 must not freeze with it — and waited for the same
- * way (exit releases the memory before it closes the fds). Returns 0 or -ETIMEDOUT. */
-static int spawn_wait_exec(pid_t pid, int rfd)
+/* The child's state letter in /proc/PID/stat ('T': stopped, 't': traced), 0 if unknown.
+ * A stack buffer and plain syscalls: the child may be using the heap's memory too. */
+static char proc_state(pid_t pid)
+{
+	char path[32], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+/* True once the pipe has reported EOF (or anything) within ms. No errno is read: the child
+ * runs on our thread's TLS, so errno is shared with it while it lives; a failed poll (EINTR
+ * cannot happen, PID 1 blocks its signals) is simply polled again. */
+static bool exec_pipe_done(int rfd, int64_t ms)
 {
 	struct pollfd p = {.fd = rfd, .events = POLLIN};
-	int n;
-	while ((n = poll(&p, 1, SESSION_EXEC_DEADLINE_MS)) < 0 && errno == EINTR)
-		;
-	if (n > 0)
+	int64_t end = mono_ms() + ms;
+	for (int64_t left = ms; left > 0; left = end - mono_ms())
+		if (poll(&p, 1, (int)left) > 0)
+			return true;
+	return false;
+}
+
+/* Waits until the child that shares our memory has let go of it: the write end of the pipe
+ * it holds is O_CLOEXEC, so EOF comes with its execve() or its exit (the kernel drops the old
+ * memory before it closes the fds, in both). A child found stopped after
+ * SESSION_EXEC_DEADLINE_MS — a process of the box with the session's uid can SIGSTOP it once
+ * it has dropped to that uid, and PID 1 must not freeze with it — or still not through after
+ * SESSION_EXEC_MAX_MS (a filesystem that hangs) is killed, and waited for the same way: only
+ * then is the memory ours again (a child stuck in uninterruptible sleep holds PID 1 until
+ * the kernel lets it die; nothing shorter is safe while the memory is shared).
+ * Returns 0 or -ETIMEDOUT. */
+static int spawn_wait_exec(pid_t pid, int rfd)
+{
+	if (exec_pipe_done(rfd, SESSION_EXEC_DEADLINE_MS))
 		return 0;
+	for (int64_t waited = SESSION_EXEC_DEADLINE_MS; waited < SESSION_EXEC_MAX_MS; waited += 1000) {
+		char st = proc_state(pid);
+		if (st == 'T' || st == 't')
+			break;
+		if (exec_pipe_done(rfd, 1000))
+			return 0;
+	}
 	(void)kill(pid, SIGKILL); /* our own unreaped child: the pid cannot have been reused */
-	while ((n = poll(&p, 1, -1)) < 0 && errno == EINTR)
+	while (!exec_pipe_done(rfd, 60000))
 		;
 	return -ETIMEDOUT;
 }
@@ -112,12 +150,12 @@ static int spawn_wait_exec(pid_t pid, int rfd)
  * PID 1 does nothing but wait (spawn_wait_exec) until the child has exec'd or exited: one
  * child on the stack at a time, and nothing of PID 1 runs while the child uses its memory.
  * Not CLONE_VFORK: that wait cannot be bounded, and a stopped child would hold PID 1 forever.
- * child.c keeps that path free of allocation and global writes but environ, restored here.
- * Sharing the memory gives a process of the box no way in: PID 1's memory is non-dumpable
- * (init.c process_setup), and that is a property of the memory, so the child — even after it
- * drops to the session's uid — cannot be ptraced, nor its /proc/PID/mem opened, until its
- * execve() has left that memory. The built-ins run long, allocate and must not hold PID 1:
- * they get a fork(). Returns the pid or -errno. */
+ * child.c keeps that path free of allocation and global writes but environ (restored here)
+ * and errno (not read while the child lives). Sharing the memory gives a process of the box
+ * no way in: PID 1's memory is non-dumpable (init.c process_setup), and that is a property of
+ * the memory, so the child — even after it drops to the session's uid — cannot be ptraced,
+ * nor its /proc/PID/mem opened, until its execve() has left that memory. The built-ins run
+ * long, allocate and must not hold PID 1: they get a fork(). Returns the pid or -errno. */
 static pid_t spawn(struct child_spec *spec)
 {
 	static uint8_t stack[256u << 10] __attribute__((aligned(64))); /* execvpe's PATH buffers, a script's argv */
@@ -130,6 +168,18 @@ static pid_t spawn(struct child_spec *spec)
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
+	/* The write end must survive the child's dup2() onto 0-2 (init.c keeps 0-2 open, so this
+	 * is only a guarantee): an early EOF would let PID 1 run beside the child. */
+	if (p[1] < 3) {
+		int hi = fcntl(p[1], F_DUPFD_CLOEXEC, 3);
+		int e = errno;
+		close(p[1]);
+		if (hi < 0) {
+			close(p[0]);
+			return -e;
+		}
+		p[1] = hi;
+	}
 	spec->exec_fd = p[1];
 	char **env = environ;
 	pid_t pid = clone(spawn_child, stack + sizeof(stack), CLONE_VM | SIGCHLD, (void *)spec);

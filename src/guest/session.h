@@ -41,10 +41,11 @@ struct session {
 	uint64_t deadline;   /* once exited: when to stop waiting for output (monotonic ms) */
 };
 
-/* How long PID 1 waits for a session's process to reach execve() (session.c spawn). The
- * path there is a few syscalls; only a process that was stopped, or a filesystem that hangs,
- * takes seconds. */
+/* How long PID 1 waits for a session's process to reach execve() (session.c spawn) before
+ * it kills one it finds stopped, and before it kills it anyway. The path there is a few
+ * syscalls; only a process that was stopped, or a filesystem that hangs, takes seconds. */
 #define SESSION_EXEC_DEADLINE_MS 5000
+#define SESSION_EXEC_MAX_MS 60000
 
 /* Allocates the session's stdio and starts it (the child execs req->argv). On failure nothing
  * is left behind; -ETIMEDOUT: the child did not reach execve() in time and was killed. */

@@ -28,8 +28,11 @@ static void test_table(void **state)
 		int nr = seccomp_syscall_resolve_name(r[i].syscall);
 		/* by name, or by a number of its own that libseccomp does not know under another name */
 		assert_true(r[i].nr > 0 ? nr == __NR_SCMP_ERROR || nr == r[i].nr : nr != __NR_SCMP_ERROR);
-		if (r[i].nr > 0)
-			assert_null(seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, r[i].nr));
+		if (r[i].nr > 0) { /* a newer libseccomp may know the number: then by this name */
+			char *known = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, r[i].nr);
+			assert_true(!known || streq(known, r[i].syscall));
+			free(known);
+		}
 		assert_true(strlen(r[i].reason) > 5);
 		assert_true(r[i].n_args <= 2);
 		assert_true(r[i].match != NS_SC_ARGS || r[i].n_args > 0);
