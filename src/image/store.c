@@ -11,7 +11,7 @@
 #include "util/fdio.h"
 #include "workspace/ws_io.h"
 
-static const char *const store_dirs[] = {"blobs", "blobs/sha256", "rootfs", "records", "uses", "tmp"};
+static const char *const store_dirs[] = {"blobs", "blobs/sha256", "rootfs", "records", "uses", "tmp", "vmdisk"};
 
 void img_store_close(struct img_store *s)
 {

@@ -223,6 +223,31 @@ static void plant_dir_symlink(struct img_store *s, const char *rel, const char *
 	assert_int_equal(symlink(target, p), 0);
 }
 
+/* A vm disk's path goes to QEMU: a symlink at vmdisk/KEY (to a disk of someone's choosing) is
+ * not a disk, a regular file is; and a store whose vmdisk/ is a symlink does not open. */
+static void test_vmdisk_not_through_symlinks(void **state)
+{
+	(void)state;
+	_cleanup_free_ char *home = NULL;
+	struct img_store *s = new_store(&home, IMG_LOCK_SHARED);
+	pd_err err = {0};
+	_cleanup_img_record_ struct img_record *r = sample("localhost/vm:1", "v");
+	_cleanup_free_ char *disk = xasprintf("%s/vmdisk/%s", s->dir, r->config + 7);
+	_cleanup_free_ char *other = xasprintf("%s/other.img", home);
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, other, "disk", 4, 0444), 0);
+	assert_int_equal(symlink(other, disk), 0);
+	assert_false(img_vmdisk_exists(s, r));
+	assert_int_equal(unlink(disk), 0);
+	assert_int_equal(write_file_atomic_at(AT_FDCWD, disk, "disk", 4, 0444), 0);
+	assert_true(img_vmdisk_exists(s, r));
+	plant_dir_symlink(s, "vmdisk", "vmdisk.real");
+	assert_false(img_vmdisk_exists(s, r));
+	img_store_close(s);
+	assert_int_equal(img_store_open(home, IMG_LOCK_SHARED, &s, &err), -ELOOP);
+	assert_non_null(strstr(err.msg, "/vmdisk"));
+	rm_rf(home);
+}
+
 /* `create` records a box's use before it makes the box's directory: a gc in between keeps the
  * tree (the use is young), and drops the use only once it is older than IMG_USE_GRACE_S. */
 static void test_gc_grace(void **state)
@@ -667,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_record_find),
 		cmocka_unit_test(test_gc),
 		cmocka_unit_test(test_gc_grace),
+		cmocka_unit_test(test_vmdisk_not_through_symlinks),
 		cmocka_unit_test(test_gc_symlink_in_store_not_followed),
 		cmocka_unit_test(test_store_paths_not_through_symlinks),
 		cmocka_unit_test(test_store_blob_fifo_refused),

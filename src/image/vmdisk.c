@@ -10,6 +10,7 @@
 
 #include "image/vmdisk.h"
 #include "util/fdio.h"
+#include "workspace/ws_io.h"
 
 extern char **environ;
 
@@ -116,39 +117,49 @@ static int mkfs_mapped(struct img_store *s, const char *tree, const char *out, u
 	return r;
 }
 
-bool img_vmdisk_exists(struct img_store *s, const struct img_record *r)
+/* A disk is a regular file reached beneath the store without a symlink on the way (its path
+ * goes to QEMU, which opens whatever it names). */
+static bool vmdisk_present(struct img_store *s, const struct img_record *r)
 {
 	_cleanup_free_ char *p = xasprintf("vmdisk/%s", r->config + 7);
-	return faccessat(s->dirfd, p, R_OK, 0) == 0;
+	_cleanup_close_ int fd = -1;
+	return img_open_regular(s->dirfd, p, p, &fd, NULL) == 0;
+}
+
+bool img_vmdisk_exists(struct img_store *s, const struct img_record *r)
+{
+	return vmdisk_present(s, r);
 }
 
 int img_vmdisk(struct img_store *s, const struct img_record *r, char **ret_path, pd_err *err)
 {
 	_cleanup_free_ char *path = xasprintf("%s/vmdisk/%s", s->dir, r->config + 7);
-	if (access(path, R_OK) == 0) {
+	if (vmdisk_present(s, r)) {
 		*ret_path = TAKE_PTR(path);
 		return 0;
 	}
-	if (mkdirat(s->dirfd, "vmdisk", 0700) < 0 && errno != EEXIST)
-		return pd_error(err, errno, "cannot create %s/vmdisk", s->dir);
 	int q = img_rootfs_exists(s, r->config) ? 0 : img_rootfs_unpack(s, r->config, r->layers, NULL, err);
 	if (q < 0)
 		return q;
+	/* tmp/ and vmdisk/ opened beneath the store (no symlink: img_store_open_dir); the disk is
+	 * made under a fresh O_EXCL name there and renamed by fd + name */
+	_cleanup_close_ int tmpfd = -1, diskdir = -1, fd = -1;
+	if ((q = img_store_open_dir(s, "tmp", &tmpfd, err)) < 0 || (q = img_store_open_dir(s, "vmdisk", &diskdir, err)) < 0)
+		return q;
+	char name[WS_TMP_NAME_MAX];
+	if ((q = ws_tmpfile_at(tmpfd, name, &fd)) < 0)
+		return pd_error(err, q, "cannot create a disk in %s/tmp", s->dir);
 	_cleanup_free_ char *tree = img_rootfs_path(s, r->config);
-	_cleanup_free_ char *tmp = xasprintf("%s/tmp/vmdisk-XXXXXX", s->dir);
-	int fd = mkstemp(tmp);
-	if (fd < 0)
-		return pd_error(err, errno, "cannot create a disk in %s/tmp", s->dir);
-	close(fd);
+	_cleanup_free_ char *tmp = xasprintf("%s/tmp/%s", s->dir, name);
 	uint64_t size = img_vmdisk_size(r->unpacked);
 	q = mkfs_mapped(s, tree, tmp, size, err);
-	if (q == 0 && chmod(tmp, 0444) < 0)
+	if (q == 0 && fchmod(fd, 0444) < 0)
 		q = pd_error(err, errno, "cannot chmod %s", tmp);
 	/* a concurrent maker may have renamed the same disk already: same content */
-	if (q == 0 && rename(tmp, path) < 0)
+	if (q == 0 && renameat(tmpfd, name, diskdir, r->config + 7) < 0)
 		q = pd_error(err, errno, "cannot rename %s", tmp);
 	if (q < 0) {
-		unlink(tmp);
+		unlinkat(tmpfd, name, 0);
 		return pd_err_prefix(err, "cannot make the vm disk of %s", r->name);
 	}
 	*ret_path = TAKE_PTR(path);
