@@ -190,6 +190,12 @@ static int rm_tree_at(int parent, const char *name, dev_t dev, int depth)
 	_cleanup_close_ int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* the directory entered is the one examined: one mounted or swapped in between is not */
+	struct stat now;
+	if (fstat(fd, &now) < 0)
+		return -errno;
+	if (now.st_dev != dev || now.st_ino != st.st_ino)
+		return -EXDEV;
 	_cleanup_strv_ char **names = NULL;
 	int r = dir_list_names(fd, &names);
 	for (char **n = names; n && *n; n++) {
@@ -212,9 +218,10 @@ int rm_rf(const char *path)
 
 int rm_rf_at(int dirfd, const char *name)
 {
+	/* the filesystem of dirfd: a directory mounted at name itself is not entered either */
 	struct stat st;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
+	if (fstat(dirfd, &st) < 0)
+		return -errno;
 	return rm_tree_at(dirfd, name, st.st_dev, 0);
 }
 

@@ -1,5 +1,9 @@
 /* test-fdio.c — whole-file reads of files whose size the kernel does not report. */
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +63,43 @@ static char *printed(const char *msg)
 
 /* names from untrusted places reach the terminal escaped: controls, bidi and line controls,
  * bytes that are not UTF-8; well-formed text passes as it is */
+/* rm_rf_at removes a tree but never enters a mount point, the named entry itself included
+ * (in a private mount namespace of a child, as root; skipped as an ordinary user) */
+static void test_rm_rf_at_stops_at_mounts(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pd-rmrf-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			_exit(77);
+		_cleanup_free_ char *m = xasprintf("%s/top", dir), *keep = xasprintf("%s/top/keep", dir);
+		_cleanup_free_ char *sub = xasprintf("%s/tree/sub", dir), *keep2 = xasprintf("%s/tree/sub/keep", dir);
+		_cleanup_free_ char *plain = xasprintf("%s/tree/plain/f", dir);
+		if (mkdir_p(m, 0755) < 0 || mkdir_p(sub, 0755) < 0 || mount("t", m, "tmpfs", 0, NULL) < 0 ||
+		    mount("t", sub, "tmpfs", 0, NULL) < 0 || write_file_atomic_at(AT_FDCWD, keep, "k", 1, 0644) < 0 ||
+		    write_file_atomic_at(AT_FDCWD, keep2, "k", 1, 0644) < 0 || mkdir_p(plain, 0755) < 0)
+			_exit(10);
+		_cleanup_close_ int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (rm_rf_at(d, "top") != -EXDEV || access(keep, F_OK) < 0)
+			_exit(11); /* the named entry is a mount point */
+		if (rm_rf_at(d, "tree") != -EXDEV || access(keep2, F_OK) < 0)
+			_exit(12); /* one below it is */
+		_cleanup_free_ char *pl = xasprintf("%s/tree/plain", dir);
+		if (access(pl, F_OK) == 0)
+			_exit(13); /* the rest of the tree went */
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	rm_rf(dir);
+	if (WEXITSTATUS(st) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_err_print_escapes(void **state)
 {
 	(void)state;
@@ -87,6 +128,7 @@ int main(void)
 		cmocka_unit_test(test_proc_sysctl),
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_err_print_escapes),
+		cmocka_unit_test(test_rm_rf_at_stops_at_mounts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
