@@ -112,7 +112,10 @@ int write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t le
 int write_file_replace_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode, bool durable)
 {
 	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
-	_cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	/* whatever a crashed writer of our pid left under the name goes first, and the file is
+	 * made afresh (O_EXCL): a FIFO or a link found there is never opened */
+	(void)unlinkat(dirfd, tmp, 0);
+	_cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -errno;
 	int r = fd_write_all(fd, buf, len);

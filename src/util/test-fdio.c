@@ -100,6 +100,38 @@ static void test_rm_rf_at_stops_at_mounts(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* A FIFO (or a symlink) left where write_file_atomic_at puts its temp file is replaced, not
+ * opened: the write neither blocks nor follows it */
+static void test_atomic_write_over_planted_tmp(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pd-atomic-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(5); /* a blocked open is a failure, not a hang */
+		_cleanup_free_ char *f = xasprintf("%s/rec.json", dir), *t = xasprintf("%s.tmp.%d", f, (int)getpid());
+		_cleanup_free_ char *victim = xasprintf("%s/victim", dir), *buf = NULL;
+		if (mkfifo(t, 0600) < 0 || write_file_atomic_at(AT_FDCWD, f, "new", 3, 0644) < 0)
+			_exit(10);
+		if (read_file_at(AT_FDCWD, f, 64, &buf, NULL) < 0 || !streq(buf, "new") || access(t, F_OK) == 0)
+			_exit(11);
+		if (write_file_atomic_at(AT_FDCWD, victim, "v", 1, 0644) < 0 || symlink(victim, t) < 0 ||
+		    write_file_atomic_at(AT_FDCWD, f, "two", 3, 0644) < 0)
+			_exit(12);
+		free(buf);
+		buf = NULL;
+		if (read_file_at(AT_FDCWD, victim, 64, &buf, NULL) < 0 || !streq(buf, "v"))
+			_exit(13);
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	rm_rf(dir);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_err_print_escapes(void **state)
 {
 	(void)state;
@@ -129,6 +161,7 @@ int main(void)
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_err_print_escapes),
 		cmocka_unit_test(test_rm_rf_at_stops_at_mounts),
+		cmocka_unit_test(test_atomic_write_over_planted_tmp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
