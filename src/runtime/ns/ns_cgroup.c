@@ -449,29 +449,39 @@ static size_t procs_relist(void *dir, pid_t **ret)
 	return procs_read(dir, ret);
 }
 
+static int pid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* At most this many pidfds open at once: the supervisor's other fds keep their room. */
+#define KILL_BATCH 256
+
 size_t ns_cgroup_kill_pids(const pid_t *pids, size_t n, size_t (*relist)(void *ctx, pid_t **ret), void *ctx)
 {
-	if (n == 0)
-		return 0;
-	_cleanup_free_ int *fds = xcalloc(n, sizeof(int));
-	for (size_t i = 0; i < n; i++)
-		fds[i] = (int)syscall(SYS_pidfd_open, pids[i], 0);
-	/* A listed process may have exited, and its pid gone to a process outside the box,
-	 * before its pidfd was opened. The list read after the opens settles it: a pidfd whose
-	 * process is still alive when signalled held that pid through the second read, so a pid
-	 * listed there is this very process, and it is in the box's cgroup. A process that has
-	 * died since fails the signal (ESRCH); nothing else is ever signalled. */
-	_cleanup_free_ pid_t *again = NULL;
-	size_t m = relist(ctx, &again);
-	for (size_t i = 0; i < n; i++) {
-		if (fds[i] < 0)
-			continue;
-		for (size_t j = 0; j < m; j++)
-			if (again[j] == pids[i]) {
+	for (size_t at = 0; at < n; at += KILL_BATCH) {
+		size_t k = n - at < KILL_BATCH ? n - at : KILL_BATCH;
+		int fds[KILL_BATCH];
+		for (size_t i = 0; i < k; i++)
+			fds[i] = (int)syscall(SYS_pidfd_open, pids[at + i], 0);
+		/* A listed process may have exited, and its pid gone to a process outside the
+		 * box, before its pidfd was opened. The list read after the opens settles it: a
+		 * pidfd whose process is still alive when signalled held that pid through the
+		 * second read, so a pid listed there is this very process, and it is in the box's
+		 * cgroup. A process that has died since fails the signal (ESRCH); nothing else is
+		 * ever signalled. */
+		_cleanup_free_ pid_t *again = NULL;
+		size_t m = relist(ctx, &again);
+		if (m > 1)
+			qsort(again, m, sizeof(pid_t), pid_cmp);
+		for (size_t i = 0; i < k; i++) {
+			if (fds[i] < 0)
+				continue;
+			if (m && bsearch(&pids[at + i], again, m, sizeof(pid_t), pid_cmp))
 				syscall(SYS_pidfd_send_signal, fds[i], SIGKILL, NULL, 0);
-				break;
-			}
-		close(fds[i]);
+			close(fds[i]);
+		}
 	}
 	return n;
 }

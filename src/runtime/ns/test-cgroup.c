@@ -59,6 +59,21 @@ static void test_kill_pids_rechecks(void **state)
 	assert_int_equal(waitpid(host, &st, WNOHANG), 0); /* alive */
 	kill(host, SIGKILL);
 	assert_int_equal(waitpid(host, &st, 0), host);
+	/* more than one batch of pidfds (256): every batch is checked against a new reading */
+	enum { MANY = 300 };
+	pid_t many[MANY];
+	for (int i = 0; i < MANY; i++)
+		many[i] = sleeper();
+	struct relist all_but_first = {.pids = many + 1, .n = MANY - 1};
+	assert_int_equal(ns_cgroup_kill_pids(many, MANY, relist_fixed, &all_but_first), MANY);
+	assert_int_equal(all_but_first.calls, 2);
+	for (int i = 1; i < MANY; i++) {
+		assert_int_equal(waitpid(many[i], &st, 0), many[i]);
+		assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	}
+	assert_int_equal(waitpid(many[0], &st, WNOHANG), 0);
+	kill(many[0], SIGKILL);
+	assert_int_equal(waitpid(many[0], &st, 0), many[0]);
 	/* an empty first reading signals nothing and does not read again */
 	assert_int_equal(ns_cgroup_kill_pids(NULL, 0, relist_fixed, &second), 0);
 	assert_int_equal(second.calls, 1);
