@@ -60,8 +60,9 @@ int cli_stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force, pd
 					    "paddock diff/apply or paddock cp; 'paddock stop --force' stops it and loses it)",
 					    why);
 		}
-		fprintf(stderr, "paddock: warning: %s; stopping anyway (--force): the box's unsaved work is lost\n",
-			err->msg);
+		fputs("paddock: warning: ", stderr);
+		pd_fputs_escaped(err->msg, stderr); /* it may quote the box's own words */
+		fputs("; stopping anyway (--force): the box's unsaved work is lost\n", stderr);
 	}
 	int fd = sup_connect(dir, err);
 	if (fd >= 0) {

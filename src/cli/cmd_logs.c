@@ -69,6 +69,42 @@ static int copy_out(int fd)
 	return n < 0 ? -errno : 0;
 }
 
+/* The supervisor's log holds text from inside the box (its tar's and its programs' error
+ * lines at start-up): each line reaches the terminal escaped (pd_fwrite_escaped), never raw.
+ * A line longer than the buffer is written in pieces; the last one waits for its newline. */
+static int copy_escaped(int fd, char *pend, size_t *plen, size_t cap)
+{
+	ssize_t n;
+	while ((n = read(fd, pend + *plen, cap - 1 - *plen)) > 0) {
+		*plen += (size_t)n;
+		pend[*plen] = '\0';
+		char *s = pend, *nl;
+		while ((nl = memchr(s, '\n', *plen - (size_t)(s - pend)))) {
+			pd_fwrite_escaped(s, (size_t)(nl - s), stdout);
+			putchar('\n');
+			s = nl + 1;
+		}
+		*plen -= (size_t)(s - pend);
+		memmove(pend, s, *plen);
+		if (*plen == cap - 1) {
+			pend[*plen] = '\0';
+			pd_fwrite_escaped(pend, *plen, stdout);
+			*plen = 0;
+		}
+	}
+	fflush(stdout);
+	return n < 0 ? -errno : 0;
+}
+
+enum log_kind { LOG_SUPERVISOR, LOG_NET_TABLE, LOG_NET_JSON };
+
+static int copy_log(enum log_kind k, int fd, char *pend, size_t *plen)
+{
+	return k == LOG_NET_TABLE ? copy_audit(fd, pend, plen, 65536)
+	       : k == LOG_SUPERVISOR ? copy_escaped(fd, pend, plen, 65536)
+				     : copy_out(fd);
+}
+
 int cmd_logs(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -122,34 +158,39 @@ int cmd_logs(int argc, char **argv)
 		return 0;
 	}
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, net ? "net.log" : "supervisor.log");
-	bool table = net && !json;
-	_cleanup_free_ char *pend = table ? xmalloc(65536) : NULL;
+	enum log_kind kind = !net ? LOG_SUPERVISOR : json ? LOG_NET_JSON : LOG_NET_TABLE;
+	_cleanup_free_ char *pend = xmalloc(65536);
 	size_t plen = 0;
 	/* the audit log's rotated files first, oldest first: it is one log */
 	for (int i = EGRESS_AUDIT_KEEP; net && i >= 1; i--) {
 		_cleanup_free_ char *old = xasprintf("%s.%d", path, i);
 		_cleanup_close_ int ofd = open(old, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (ofd >= 0)
-			table ? copy_audit(ofd, pend, &plen, 65536) : copy_out(ofd);
+			copy_log(kind, ofd, pend, &plen);
 		plen = 0;
 	}
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : cli_fail((pd_error(&err, errno, "cannot open %s", path), &err));
-	table ? copy_audit(fd, pend, &plen, 65536) : copy_out(fd);
+	copy_log(kind, fd, pend, &plen);
 	while (follow && store_status(dir, NULL) == BOX_STATUS_RUNNING) {
 		usleep(200000);
-		table ? copy_audit(fd, pend, &plen, 65536) : copy_out(fd);
+		copy_log(kind, fd, pend, &plen);
 		/* rotated away (net.log is net.log.1 now): the rest of the old file, then the new */
 		struct stat a, b;
 		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && (a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
 			int nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 			if (nfd >= 0) {
-				table ? copy_audit(fd, pend, &plen, 65536) : copy_out(fd);
+				copy_log(kind, fd, pend, &plen);
 				close(fd);
 				fd = nfd;
 			}
 		}
+	}
+	if (kind == LOG_SUPERVISOR && plen > 0) { /* a last line without its newline */
+		pend[plen] = '\0';
+		pd_fwrite_escaped(pend, plen, stdout);
+		putchar('\n');
 	}
 	return 0;
 }

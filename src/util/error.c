@@ -88,8 +88,14 @@ static size_t control_len(const unsigned char *s)
 
 void pd_fputs_escaped(const char *s, FILE *f)
 {
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = control_len(p);
+	pd_fwrite_escaped(s, strlen(s), f);
+}
+
+void pd_fwrite_escaped(const char *s, size_t len, FILE *f)
+{
+	const unsigned char *end = (const unsigned char *)s + len;
+	for (const unsigned char *p = (const unsigned char *)s; p < end;) {
+		size_t n = control_len(p); /* a NUL is a control: 1 */
 		if (!n) {
 			size_t k = utf8_seq(p); /* a whole character at a time */
 			fwrite(p, 1, k, f);

@@ -25,3 +25,6 @@ int pd_err_prefix(pd_err *err, const char *fmt, ...) _printf_(2, 3);
 void pd_err_print(const pd_err *err);
 /* s with C0/C1 controls, bidi and line marks and bytes that are not UTF-8 shown as \xNN. */
 void pd_fputs_escaped(const char *s, FILE *f);
+/* The same for len bytes (NULs included, shown as \x00); s[len] must be readable and not a
+ * UTF-8 continuation byte (a NUL or a newline ending a line will do). */
+void pd_fwrite_escaped(const char *s, size_t len, FILE *f);

@@ -403,6 +403,22 @@ t_logs_show_the_lifecycle() {
 	assert_contains "$(pd logs l1)" "stopped"
 	pd rm l1
 }
+# the supervisor's log quotes the box (its tar's and programs' error lines at start): logs
+# shows each line escaped, a last line without its newline too, and -f likewise
+t_logs_escape_what_the_box_wrote() {
+	pd create l2 >/dev/null
+	pd stop l2
+	printf 'box said: \033]52;c;cGF3bmVk\007 \342\200\256evil\000x\ntail\033[2J' >>"$PADDOCK_HOME/boxes/l2/supervisor.log"
+	local out
+	out=$(pd logs l2 | od -An -c | tr -s ' ')
+	assert_not_contains "$out" '033'
+	assert_not_contains "$out" '007'
+	assert_not_contains "$out" '\0'
+	out=$(pd logs l2)
+	assert_contains "$out" 'box said: \x1b]52;c;cGF3bmVk\x07 \xe2\x80\xaeevil\x00x'
+	assert_contains "$out" 'tail\x1b[2J'
+	pd rm l2
+}
 t_ls_json_is_valid() {
 	pd create j1 >/dev/null
 	pd ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["name"]=="j1" and d[0]["backend"]=="'"$PD_BACKEND"'"'
