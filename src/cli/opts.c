@@ -248,6 +248,13 @@ static const char *default_workspace(const struct box_opts *o)
 	return "copy";
 }
 
+/* a usage error here, before anything is made (store_create checks again for every path) */
+static int state_mounts_ok(const struct box_spec *spec, pd_err *err)
+{
+	_cleanup_free_ char *home = NULL;
+	return store_home(&home, err) < 0 ? -err->code : store_check_mounts(home, spec, err);
+}
+
 int cli_apply_workspace(struct box_opts *o, pd_err *err)
 {
 	if (!o->workspace)
@@ -260,7 +267,7 @@ int cli_apply_workspace(struct box_opts *o, pd_err *err)
 				return pd_error_msg(err, EINVAL, "-w with --workspace none is the directory inside the box and must be absolute");
 			o->spec.workdir = xstrdup(o->project);
 		}
-		return 0;
+		return state_mounts_ok(&o->spec, err);
 	}
 	char real[PATH_MAX];
 	const char *dir = o->project ? o->project : ".";
@@ -289,12 +296,13 @@ int cli_apply_workspace(struct box_opts *o, pd_err *err)
 	if (streq(o->workspace, "copy")) {
 		/* copied in at boot (src/supervisor/wsbox.c); sessions start in the copy */
 		o->spec.workdir = xstrdup("/workspace");
-		return 0;
+	} else {
+		bool ro = streq(o->workspace, "ro");
+		/* the project appears at its host path (so paths in messages line up) and at
+		 * /workspace */
+		add_bind(&o->spec, real, real, ro);
+		add_bind(&o->spec, real, "/workspace", ro);
+		o->spec.workdir = xstrdup(real);
 	}
-	bool ro = streq(o->workspace, "ro");
-	/* the project appears at its host path (so paths in messages line up) and at /workspace */
-	add_bind(&o->spec, real, real, ro);
-	add_bind(&o->spec, real, "/workspace", ro);
-	o->spec.workdir = xstrdup(real);
-	return 0;
+	return state_mounts_ok(&o->spec, err);
 }

@@ -1,6 +1,7 @@
 /* store.c — sandboxes on disk. */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -257,8 +258,71 @@ int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 	return 0;
 }
 
+/* realpath of p, or p itself where it does not resolve (not made yet) */
+static char *real_or_same(const char *p)
+{
+	char buf[PATH_MAX];
+	return xstrdup(realpath(p, buf) ? buf : p);
+}
+
+static bool overlaps(const char *a, const char *b)
+{
+	return path_under(a, b) || path_under(b, a);
+}
+
+/* What paddock keeps under $PADDOCK_HOME: each box's control socket, state and logs, the
+ * image store, the vm kernel and templates, the apply journal. */
+static const char *const state_dirs[] = {"boxes", "images", "cache", "journal"};
+
+/* The first of home's state directories that path is at, above or below, or NULL. */
+static char *state_overlap(const char *home_real, const char *path)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(state_dirs); i++) {
+		char *d = xasprintf("%s/%s", home_real, state_dirs[i]);
+		if (overlaps(path, d))
+			return d;
+		free(d);
+	}
+	return NULL;
+}
+
+int store_check_mounts(const char *home, const struct box_spec *spec, pd_err *err)
+{
+	_cleanup_free_ char *state = real_or_same(home), *policy = sup_net_global_policy_path();
+	char *slash = strrchr(policy, '/');
+	if (slash)
+		*slash = '\0'; /* the config directory: profiles, the global policy */
+	_cleanup_free_ char *config = real_or_same(policy);
+	for (size_t i = 0; i < spec->n_binds; i++) {
+		_cleanup_free_ char *src = real_or_same(spec->binds[i].host);
+		/* A box that can reach another box's control socket (it connects on a read-only
+		 * mount too), its state, the image store or the vm templates could drive, stop or
+		 * poison the user's other boxes, as the user. */
+		_cleanup_free_ char *hit = state_overlap(state, src);
+		if (hit)
+			return pd_error_msg(err, EINVAL, "refusing to mount %s into the box: it %s paddock's own state (%s), "
+					  "through which a box could reach the others", src,
+					  streq(src, hit) ? "is" : path_under(src, hit) ? "lies in" : "holds", hit);
+		/* The profiles and the egress policy decide what later boxes may do: a box that
+		 * could write them would widen its own next run. */
+		if (!spec->binds[i].readonly && overlaps(src, config))
+			return pd_error_msg(err, EINVAL, "refusing to mount %s read-write into the box: it %s paddock's "
+					  "configuration (%s), with which a box could widen its next run", src,
+					  streq(src, config) ? "is" : path_under(src, config) ? "lies in" : "holds", config);
+	}
+	_cleanup_free_ char *held = spec->project && spec->workspace && streq(spec->workspace, "copy")
+					    ? state_overlap(state, spec->project) : NULL;
+	if (held)
+		return pd_error_msg(err, EINVAL, "refusing to copy %s into the box: it holds paddock's own state (%s)",
+				    spec->project, held);
+	return 0;
+}
+
 int store_create(const char *home, const struct box_spec *spec, pd_err *err)
 {
+	int q = store_check_mounts(home, spec, err);
+	if (q < 0)
+		return q;
 	_cleanup_free_ char *dir = store_box_dir(home, spec->name);
 	/* mkdir is the atomic name reservation: two concurrent creates cannot both win */
 	if (mkdir(dir, 0700) < 0) {

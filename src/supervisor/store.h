@@ -71,6 +71,10 @@ int store_home(char **ret, pd_err *err);
 char *store_box_dir(const char *home, const char *name);
 
 /* Creates the box directory atomically (EEXIST if the name is taken) and writes config.json. */
+/* Refuses (EINVAL) a spec that would show the box paddock's own state under home (any bind
+ * at, above or below it; a project copy holding it) or its configuration read-write. */
+int store_check_mounts(const char *home, const struct box_spec *spec, pd_err *err);
+/* store_check_mounts, then the box's directory and configuration. */
 int store_create(const char *home, const struct box_spec *spec, pd_err *err);
 int store_load_spec(const char *box_dir, struct box_spec *ret, pd_err *err);
 int store_save_state(const char *box_dir, const struct box_state *st, pd_err *err);

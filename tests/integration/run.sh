@@ -58,6 +58,27 @@ t_a_bind_of_the_wrong_type_says_which() {
 	assert_contains "$out" "check the -v paths"
 	assert_not_contains "$out" "the kernel must allow"
 }
+# no box sees paddock's own state (other boxes' control sockets, the image store, the vm
+# templates) through a -v or its project, not even read-only (a socket connects there too),
+# nor paddock's configuration read-write (its next run's profile and policy)
+t_no_box_reaches_paddocks_state() {
+	mkdir -p "$PADDOCK_HOME/boxes" "$PADDOCK_HOME/elsewhere" "$PADDOCK_HOME/config/paddock"
+	local out v
+	for v in "$PADDOCK_HOME:/x:ro" "$PADDOCK_HOME/boxes:/x:ro" "$(dirname "$PADDOCK_HOME"):/x:ro" \
+		"$PADDOCK_HOME/boxes/../boxes:/x"; do
+		out=$(pd run --rm --workspace none -v "$v" -- true 2>&1) && fail "-v $v started: $out"
+		assert_status 2 pd run --rm --workspace none -v "$v" -- true
+		assert_contains "$out" "paddock's own state"
+	done
+	export XDG_CONFIG_HOME=$PADDOCK_HOME/config
+	out=$(pd run --rm --workspace none -v "$XDG_CONFIG_HOME:/c" -- true 2>&1) && fail "config rw started: $out"
+	assert_contains "$out" "paddock's configuration"
+	assert_status 0 pd run --rm --workspace none -v "$XDG_CONFIG_HOME:/c:ro" -- true
+	assert_status 0 pd run --rm --workspace none -v "$PADDOCK_HOME/elsewhere:/e" -- true
+	out=$(cd "$PADDOCK_HOME" && pd run --rm -- true 2>&1) && fail "a copy of the state started: $out"
+	assert_contains "$out" "refusing to copy"
+	assert_eq "$(pd ls --json)" "[]" "nothing half-made"
+}
 t_stdout_and_stderr_kept_apart() {
 	local out err
 	out=$(pd_run -- sh -c 'echo to-out; echo to-err >&2' 2>/tmp/pd-err.$$)
