@@ -1,5 +1,6 @@
 /* cmd_lifecycle.c — `paddock start`, `paddock stop` and `paddock rm`: the verbs that change
  * whether a sandbox runs. Each takes the box's `lock` so concurrent calls serialise. */
+#include <poll.h>
 #include <getopt.h>
 #include <signal.h>
 #include <time.h>
@@ -70,10 +71,17 @@ int cli_stop_box(const char *dir, uint32_t timeout_ms, bool save, bool force, pd
 		proto_put_u32(t, timeout_ms);
 		if (proto_send(fd, PROTO_STOP, 0, 0, t, 4) == 0) {
 			uint8_t buf[PROTO_HDR_SIZE + 64];
-			ssize_t n;
-			/* the answer is an ACK or EOF; both mean the box is going away */
-			while ((n = read(fd, buf, sizeof(buf))) > 0)
-				;
+			/* the answer is an ACK or EOF; both mean the box is going away. A supervisor
+			 * that says nothing in time (its box wedged its control channel) is killed
+			 * below: stop always ends */
+			int64_t end = mono_ms() + (int64_t)timeout_ms + 5000;
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			for (int64_t left; (left = end - mono_ms()) > 0;) {
+				if (poll(&p, 1, (int)left) <= 0)
+					continue;
+				if (read(fd, buf, sizeof(buf)) <= 0)
+					break;
+			}
 		}
 		close(fd);
 	}

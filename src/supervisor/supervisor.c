@@ -388,6 +388,8 @@ static int listen_ctl(const char *box_dir, pd_err *err)
 	return TAKE_FD(fd);
 }
 
+#define SUP_GREET_TIMEOUT_S 10
+
 int sup_connect(const char *box_dir, pd_err *err)
 {
 	_cleanup_close_ int dfd = open(box_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -402,6 +404,10 @@ int sup_connect(const char *box_dir, pd_err *err)
 	uint8_t hdr[PROTO_HDR_SIZE];
 	struct proto_frame f;
 	uint16_t ma, mi;
+	/* the greeting comes at once from a live supervisor; one stuck (a box's start that
+	 * hangs) has the socket bound and never greets: give up instead of waiting with it */
+	struct timeval tv = {.tv_sec = SUP_GREET_TIMEOUT_S}, none = {0};
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	int r = fd_read_exact(fd, hdr, PROTO_HDR_SIZE);
 	if (r == 0 && (proto_decode_hdr(hdr, &f.hdr) < 0 || f.hdr.len > 256))
 		r = -EPROTO;
@@ -420,8 +426,11 @@ int sup_connect(const char *box_dir, pd_err *err)
 		sup_peer_minor = mi;
 	if (r == 0)
 		r = proto_send_hello(fd);
+	if (r == -EAGAIN)
+		return pd_error_msg(err, ETIMEDOUT, "the sandbox's supervisor did not answer within %d s", SUP_GREET_TIMEOUT_S);
 	if (r < 0)
 		return pd_error(err, r, "the sandbox's supervisor did not greet us properly");
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none)); /* sessions wait as long as they run */
 	return TAKE_FD(fd);
 }
 

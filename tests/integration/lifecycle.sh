@@ -419,6 +419,23 @@ t_logs_escape_what_the_box_wrote() {
 	assert_contains "$out" 'tail\x1b[2J'
 	pd rm l2
 }
+# stop always ends: a supervisor that does not answer (here SIGSTOPped; a box can wedge its
+# control channel) is given the greeting's 10 s and the stop's time, then killed
+t_stop_ends_when_the_supervisor_does_not_answer() {
+	pd create --workspace none s9 >/dev/null
+	local sup t0
+	sup=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['supervisor_pid'])" \
+		"$PADDOCK_HOME/boxes/s9/state.json")
+	kill -STOP "$sup"
+	t0=$SECONDS
+	assert_status 0 timeout 90 "$PADDOCK" stop -t 1 s9
+	[ $((SECONDS - t0)) -lt 60 ] || fail "stop took $((SECONDS - t0)) s"
+	local state
+	state=$(sed 's/.*) //' "/proc/$sup/stat" 2>/dev/null | cut -c1)
+	[ -z "$state" ] || [ "$state" = Z ] || { kill -CONT "$sup"; fail "the supervisor still lives ($state)"; }
+	assert_not_contains "$(pd ls)" "running"
+	pd rm -f s9 >/dev/null
+}
 t_ls_json_is_valid() {
 	pd create j1 >/dev/null
 	pd ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["name"]=="j1" and d[0]["backend"]=="'"$PD_BACKEND"'"'
