@@ -76,6 +76,8 @@ static int fed_pump(struct fed *f, pd_err *err)
 	return 0;
 }
 
+#define WSBOX_IDLE_MS 60000
+
 /* box_run_fed with the session's stdout written to out_fd (at most out_max bytes; past that,
  * or when a write fails, the status is -EFBIG). */
 static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const char *user, int in_fd,
@@ -99,17 +101,27 @@ static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const cha
 	}
 	int r = 0;
 	static uint8_t buf[PROTO_MAX_PAYLOAD]; /* one frame per read: fewer frames, fewer wake-ups */
+	/* The program runs in the box: one that stops moving (stopped by a process of the box,
+	 * or a guest's own binary that never exits) must not hold the start, or the supervisor,
+	 * for ever. Moving is any byte either way; a copy of any size keeps it. */
+	int64_t last = mono_ms();
 	while (r == 0 && !f.done) {
 		bool backlog = proto_conn_pending(&f.conn) > (1u << 20);
 		struct pollfd p[2] = {
 			{.fd = ctl_fd, .events = POLLIN | (proto_conn_pending(&f.conn) ? POLLOUT : 0)},
 			{.fd = in_open && !backlog ? in_fd : -1, .events = POLLIN},
 		};
-		if (poll(p, 2, -1) < 0) {
-			if (errno != EINTR)
-				r = pd_error(err, errno, "poll");
+		int ready = poll(p, 2, 1000);
+		if (ready < 0 && errno != EINTR)
+			r = pd_error(err, errno, "poll");
+		else if (box_boot_cancel)
+			r = pd_error_msg(err, ECANCELED, "interrupted while %s ran in the box", argv[0]);
+		else if (ready <= 0 && mono_ms() - last > WSBOX_IDLE_MS)
+			r = pd_error_msg(err, ETIMEDOUT, "%s in the box made no progress for %d s", argv[0],
+					 WSBOX_IDLE_MS / 1000);
+		if (ready <= 0)
 			continue;
-		}
+		last = mono_ms();
 		if (p[1].revents) {
 			ssize_t n = read(in_fd, buf, sizeof(buf));
 			if (n > 0) {
