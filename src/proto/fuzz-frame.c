@@ -19,6 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)proto_decode_hello(&f, &a, &b);
 		(void)proto_decode_resize(&f, &a, &b);
 		(void)proto_decode_u32(&f, &u);
+		(void)proto_check_input(&f);
 		if (proto_decode_error(&f, &en, &msg) == 0)
 			(void)strlen(msg);
 		free(e);

@@ -97,6 +97,24 @@ int proto_decode_resize(const struct proto_frame *f, uint16_t *ret_rows, uint16_
 	return 0;
 }
 
+int proto_check_input(const struct proto_frame *f)
+{
+	uint16_t rows, cols;
+	uint32_t sig;
+	switch (f->hdr.type) {
+	case PROTO_STDIN:
+		return 0;
+	case PROTO_EOF:
+		return f->hdr.len == 1 && f->payload[0] <= 2 ? 0 : -EBADMSG;
+	case PROTO_RESIZE:
+		return proto_decode_resize(f, &rows, &cols);
+	case PROTO_SIGNAL:
+		return proto_decode_u32(f, &sig) == 0 && sig > 0 && sig < PROTO_MAX_SIGNAL ? 0 : -EBADMSG;
+	default:
+		return -EBADMSG;
+	}
+}
+
 void proto_buf_free(struct proto_buf *b)
 {
 	free(b->data);

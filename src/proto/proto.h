@@ -104,6 +104,12 @@ uint32_t proto_get_u32(const uint8_t *p);
 int proto_decode_hello(const struct proto_frame *f, uint16_t *ret_major, uint16_t *ret_minor);
 int proto_decode_u32(const struct proto_frame *f, uint32_t *ret);
 int proto_decode_resize(const struct proto_frame *f, uint16_t *ret_rows, uint16_t *ret_cols);
+/* Linux's signals are 1..64 (_NSIG 65) */
+#define PROTO_MAX_SIGNAL 65u
+/* A session's input frame as paddock-init accepts it: STDIN (any bytes), EOF (one byte,
+ * 0..2), RESIZE (rows, cols), SIGNAL (1..64). 0 or -EBADMSG. The supervisor checks a
+ * client's frames with it before it passes them on: paddock-init ends the box on a bad one. */
+int proto_check_input(const struct proto_frame *f);
 
 /* TLV builder: a growable buffer. */
 struct proto_buf {

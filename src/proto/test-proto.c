@@ -132,6 +132,36 @@ static void test_exec_rejects(void **state)
 	assert_int_equal(decode_tlv(unk, sizeof(unk)), -EBADMSG);
 }
 
+static void test_check_input(void **state)
+{
+	(void)state;
+	uint8_t p[8] = {0};
+	struct proto_frame f = {.hdr = {.type = PROTO_STDIN, .len = 0}, .payload = p};
+	assert_int_equal(proto_check_input(&f), 0);
+	f.hdr.type = PROTO_EOF, f.hdr.len = 1;
+	for (p[0] = 0; p[0] <= 2; p[0]++)
+		assert_int_equal(proto_check_input(&f), 0);
+	assert_int_equal(proto_check_input(&f), -EBADMSG); /* 3 */
+	f.hdr.len = 2, p[0] = 0;
+	assert_int_equal(proto_check_input(&f), -EBADMSG);
+	f.hdr.type = PROTO_RESIZE, f.hdr.len = 4;
+	assert_int_equal(proto_check_input(&f), 0);
+	f.hdr.len = 3;
+	assert_int_equal(proto_check_input(&f), -EBADMSG);
+	f.hdr.type = PROTO_SIGNAL, f.hdr.len = 4;
+	const uint32_t bad[] = {0, 65, 1000, UINT32_MAX}, good[] = {1, 2, 9, 15, 64};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		proto_put_u32(p, bad[i]);
+		assert_int_equal(proto_check_input(&f), -EBADMSG);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		proto_put_u32(p, good[i]);
+		assert_int_equal(proto_check_input(&f), 0);
+	}
+	f.hdr.type = PROTO_EXEC;
+	assert_int_equal(proto_check_input(&f), -EBADMSG);
+}
+
 static void test_error_roundtrip(void **state)
 {
 	struct proto_buf b = {0};
@@ -175,7 +205,7 @@ int main(void)
 		cmocka_unit_test(test_hdr_roundtrip),  cmocka_unit_test(test_hdr_rejects),
 		cmocka_unit_test(test_parse_partial),  cmocka_unit_test(test_exec_roundtrip),
 		cmocka_unit_test(test_exec_rejects),   cmocka_unit_test(test_error_roundtrip),
-		cmocka_unit_test(test_conn_pipe),
+		cmocka_unit_test(test_conn_pipe),      cmocka_unit_test(test_check_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

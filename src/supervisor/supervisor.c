@@ -117,11 +117,20 @@ static int handle_exec(struct sup *s, int idx, const struct proto_frame *f)
 		return -EBADMSG;
 	struct proto_buf b = {0};
 	sup_merge_exec(&s->spec, req, &b);
+	/* the request with the box's -e and the proxy's variables added may pass the protocol's
+	 * limits (PROTO_MAX_ENV entries, PROTO_MAX_PAYLOAD bytes): checked by paddock-init's own
+	 * decoder here, before it reaches paddock-init, which would end the box on it */
+	struct proto_frame merged = {.hdr = {.type = PROTO_EXEC, .stream = 1, .len = (uint32_t)b.len}, .payload = b.data};
+	if (b.len > PROTO_MAX_PAYLOAD || proto_decode_exec(&merged, req) < 0) {
+		proto_buf_free(&b);
+		client_error(c, f->hdr.stream, E2BIG, "the command and its environment, with the sandbox's own, are too large");
+		return 0;
+	}
 	uint32_t g = ++s->next_global;
 	s->sessions[s->n_sessions++] = (struct sup_session){.global = g, .local = f->hdr.stream, .client = idx};
 	proto_conn_send(&s->init, PROTO_EXEC, 0, g, b.data, (uint32_t)b.len);
-	proto_buf_free(&b);
 	pd_debug("session %u: %s (client %d stream %u)", g, req->argv[0], idx, f->hdr.stream);
+	proto_buf_free(&b); /* req points into it since the check above */
 	return 0;
 }
 
@@ -175,6 +184,10 @@ static int client_frame(struct sup *s, int idx, const struct proto_frame *f)
 	case PROTO_EOF:
 	case PROTO_RESIZE:
 	case PROTO_SIGNAL:
+		/* paddock-init ends the whole box on a malformed frame: a client's bad one closes
+		 * that client only */
+		if (proto_check_input(f) < 0)
+			return -EBADMSG;
 		x = session_by_local(s, idx, f->hdr.stream);
 		if (!x)
 			return 0; /* the session already ended: late input is dropped */

@@ -436,6 +436,19 @@ t_stop_ends_when_the_supervisor_does_not_answer() {
 	assert_not_contains "$(pd ls)" "running"
 	pd rm -f s9 >/dev/null
 }
+# an exec whose environment, with the box's own -e, passes the protocol's limits fails alone;
+# the box and its other sessions go on
+t_exec_too_large_with_the_box_env_fails_alone() {
+	local big
+	big=$(head -c 60000 /dev/zero | tr '\0' x)
+	pd create --workspace none -e "A=$big" -e "B=$big" -e "C=$big" eb >/dev/null
+	local out rc=0
+	out=$(pd exec -e "D=$big" -e "E=$big" eb -- true 2>&1) || rc=$?
+	assert_eq "$rc" 125 "$out"
+	assert_contains "$out" "too large"
+	assert_eq "$(pd exec eb -- sh -c 'echo ${#A}')" 60000 "the box lives on"
+	pd rm -f eb >/dev/null
+}
 t_ls_json_is_valid() {
 	pd create j1 >/dev/null
 	pd ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["name"]=="j1" and d[0]["backend"]=="'"$PD_BACKEND"'"'
