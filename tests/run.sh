@@ -7,6 +7,7 @@
 #   PD_QUICK=1 tests/run.sh skip the ASan build's integration pass
 #   PD_FILTER=REGEX         only integration/escape tests whose name matches
 #   PD_VM=0                 skip the vm backend's pass (see vm_setup, vm_suites)
+#   PD_ONLY_VM=1            only the vm backend's pass (the builds of an earlier run are used)
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -161,7 +162,10 @@ vm_setup() {
 	# fresh boxes are restored from templates of booted guests (vm_template.h): one directory
 	# per user for the whole pass, so that a template built once serves every later test
 	export PADDOCK_VM_TEMPLATE_DIR=/var/tmp/paddock-vm-templates-$(id -un)
-	(cd "$home" && PADDOCK_HOME=$home "$ROOT/build/src/cli/paddock" run --rm --backend vm -- true) || { rm -rf "$home"; return 1; }
+	# from an empty directory of its own: `run` copies the current directory, and a copy of
+	# paddock's own state is refused
+	mkdir "$home/cwd"
+	(cd "$home/cwd" && PADDOCK_HOME=$home "$ROOT/build/src/cli/paddock" run --rm --backend vm -- true) || { rm -rf "$home"; return 1; }
 	rm -rf "$home"
 	echo "kernel, initramfs and first boot in $((SECONDS - t0)) s"
 	# the warm-up box's template is being built in the background; most tests use it
@@ -207,7 +211,12 @@ vm_user_suites() {
 }
 
 main() {
-	if ! setup; then
+	if [ -n "${PD_ONLY_VM:-}" ]; then # the vm pass alone (a rerun; needs the builds of a full run)
+		vm_setup || record fail setup/vm-kernel-and-image
+		PD_VM_DEADLINE=$((SECONDS + ${PD_VM_BUDGET:-2700}))
+		vm_suites "$ROOT/build/src/cli/paddock" "$ROOT/build/tests/probe/paddock-probe" vm-root
+		vm_user_suites
+	elif ! setup; then
 		record fail setup/build
 	else
 		unit_tests build normal
