@@ -64,17 +64,20 @@ t_a_bind_of_the_wrong_type_says_which() {
 t_no_box_reaches_paddocks_state() {
 	mkdir -p "$PADDOCK_HOME/boxes" "$PADDOCK_HOME/elsewhere" "$PADDOCK_HOME/config/paddock"
 	local out v
+	# (a vm box refuses every -v before this check: it shares no host path)
 	for v in "$PADDOCK_HOME:/x:ro" "$PADDOCK_HOME/boxes:/x:ro" "$(dirname "$PADDOCK_HOME"):/x:ro" \
 		"$PADDOCK_HOME/boxes/../boxes:/x"; do
 		out=$(pd run --rm --workspace none -v "$v" -- true 2>&1) && fail "-v $v started: $out"
 		assert_status 2 pd run --rm --workspace none -v "$v" -- true
-		assert_contains "$out" "paddock's own state"
+		[ "$PD_BACKEND" = vm ] || assert_contains "$out" "paddock's own state"
 	done
 	export XDG_CONFIG_HOME=$PADDOCK_HOME/config
 	out=$(pd run --rm --workspace none -v "$XDG_CONFIG_HOME:/c" -- true 2>&1) && fail "config rw started: $out"
-	assert_contains "$out" "paddock's configuration"
-	assert_status 0 pd run --rm --workspace none -v "$XDG_CONFIG_HOME:/c:ro" -- true
-	assert_status 0 pd run --rm --workspace none -v "$PADDOCK_HOME/elsewhere:/e" -- true
+	if [ "$PD_BACKEND" != vm ]; then
+		assert_contains "$out" "paddock's configuration"
+		assert_status 0 pd run --rm --workspace none -v "$XDG_CONFIG_HOME:/c:ro" -- true
+		assert_status 0 pd run --rm --workspace none -v "$PADDOCK_HOME/elsewhere:/e" -- true
+	fi
 	out=$(cd "$PADDOCK_HOME" && pd run --rm -- true 2>&1) && fail "a copy of the state started: $out"
 	assert_contains "$out" "refusing to copy"
 	assert_eq "$(pd ls --json)" "[]" "nothing half-made"
