@@ -119,22 +119,17 @@ static int mkfs_mapped(struct img_store *s, const char *tree, const char *out, u
 
 /* A disk is a regular file reached beneath the store without a symlink on the way (its path
  * goes to QEMU, which opens whatever it names). */
-static bool vmdisk_present(struct img_store *s, const struct img_record *r)
+bool img_vmdisk_exists(struct img_store *s, const struct img_record *r)
 {
 	_cleanup_free_ char *p = xasprintf("vmdisk/%s", r->config + 7);
 	_cleanup_close_ int fd = -1;
 	return img_open_regular(s->dirfd, p, p, &fd, NULL) == 0;
 }
 
-bool img_vmdisk_exists(struct img_store *s, const struct img_record *r)
-{
-	return vmdisk_present(s, r);
-}
-
 int img_vmdisk(struct img_store *s, const struct img_record *r, char **ret_path, pd_err *err)
 {
 	_cleanup_free_ char *path = xasprintf("%s/vmdisk/%s", s->dir, r->config + 7);
-	if (vmdisk_present(s, r)) {
+	if (img_vmdisk_exists(s, r)) {
 		*ret_path = TAKE_PTR(path);
 		return 0;
 	}

@@ -270,6 +270,12 @@ static bool overlaps(const char *a, const char *b)
 	return path_under(a, b) || path_under(b, a);
 }
 
+/* How path stands to dir, which it overlaps: for messages */
+static const char *relation(const char *path, const char *dir)
+{
+	return streq(path, dir) ? "is" : path_under(path, dir) ? "lies in" : "holds";
+}
+
 /* What paddock keeps under $PADDOCK_HOME: each box's control socket, state and logs, the
  * image store, the vm kernel and templates, the apply journal. */
 static const char *const state_dirs[] = {"boxes", "images", "cache", "journal"};
@@ -302,13 +308,13 @@ int store_check_mounts(const char *home, const struct box_spec *spec, pd_err *er
 		if (hit)
 			return pd_error_msg(err, EINVAL, "refusing to mount %s into the box: it %s paddock's own state (%s), "
 					  "through which a box could reach the others", src,
-					  streq(src, hit) ? "is" : path_under(src, hit) ? "lies in" : "holds", hit);
+					  relation(src, hit), hit);
 		/* The profiles and the egress policy decide what later boxes may do: a box that
 		 * could write them would widen its own next run. */
 		if (!spec->binds[i].readonly && overlaps(src, config))
 			return pd_error_msg(err, EINVAL, "refusing to mount %s read-write into the box: it %s paddock's "
 					  "configuration (%s), with which a box could widen its next run", src,
-					  streq(src, config) ? "is" : path_under(src, config) ? "lies in" : "holds", config);
+					  relation(src, config), config);
 	}
 	_cleanup_free_ char *held = spec->project && spec->workspace && streq(spec->workspace, "copy")
 					    ? state_overlap(state, spec->project) : NULL;
