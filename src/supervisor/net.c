@@ -20,6 +20,7 @@
 #include "net/vnet.h"
 #include "supervisor/net.h"
 #include "util/fdio.h"
+#include "util/lazy.h"
 #include "util/log.h"
 
 #define NET_LISTENERS_MAX 1024
@@ -542,10 +543,47 @@ static size_t fd_budget_conns(void)
 	return avail;
 }
 
+/* libslirp (with glib) and http-parser are loaded for a box's network, not at every exec
+ * (util/lazy.h): a missing one fails this start like any other network error (fail closed),
+ * where a first call on the network thread would end the process */
+static int load_libraries(pd_err *err)
+{
+	int (*const load[])(const char **ret_why) = {pd_lazy_load_slirp, pd_lazy_load_http_parser};
+	for (size_t i = 0; i < ARRAY_SIZE(load); i++) {
+		const char *why = NULL; /* dlerror()'s text names the library */
+		int r = load[i](&why);
+		if (r < 0)
+			return pd_error_msg(err, -r, "network layer: %s (is its package installed? see scripts/install-deps.sh)",
+					    why);
+	}
+	return 0;
+}
+
+static void *preload(void *arg)
+{
+	(void)arg;
+	pd_err ignored = {0};
+	(void)load_libraries(&ignored); /* setup() loads again and reports */
+	return NULL;
+}
+
+void sup_net_preload(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	if (pthread_attr_init(&a) != 0)
+		return;
+	if (pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0)
+		(void)thread_start_quiet(&t, &a, preload, NULL);
+	pthread_attr_destroy(&a);
+}
+
 static int setup(struct sup_net *n, pd_err *err)
 {
 	_cleanup_free_ char *log = xasprintf("%s/net.log", n->box_dir);
-	int r = sup_net_load_policy(n->spec, n->box_dir, &n->policy, err);
+	int r = load_libraries(err);
+	if (r == 0)
+		r = sup_net_load_policy(n->spec, n->box_dir, &n->policy, err);
 	if (r == 0)
 		r = egress_resolve_map_new(n->spec->net.resolve, &n->resolve, err);
 	/* an address is reused only once the DNS answer that gave it has expired (60 s): a

@@ -60,6 +60,7 @@ for name in names:
         body = ['\t%sPD_LAZY(&lib, %s)(%s);' % ('' if ret == 'void' else 'return ', name, args)]
     body = [b for b in body if b is not None]
     out += ['%s%s%s(%s)' % (ret, '' if ret.endswith('*') else ' ', name, ', '.join(decl_params) or 'void'), '{'] + body + ['}', '']
+out += ['int pd_lazy_load_%s(const char **ret_why)' % lib, '{', '\treturn pd_lazy_load(&lib, ret_why);', '}', '']
 if missing:
     sys.stderr.write('not declared in the headers (skipped): %s\n' % ' '.join(missing))
 sys.stdout.write('\n'.join(out))

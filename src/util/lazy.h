@@ -14,6 +14,18 @@ struct pd_lazy_lib {
 	void *handle;          /* dlopen handle once loaded */
 };
 
+/* Loads lib now (a caller that must fail cleanly rather than exit on a missing library):
+ * 0, or -ELIBACC with dlerror()'s text in *ret_why. */
+int pd_lazy_load(struct pd_lazy_lib *lib, const char **ret_why);
+/* The same for the library of a generated shim (lazy_LIB.c defines pd_lazy_load_LIB). */
+int pd_lazy_load_archive(const char **ret_why);
+int pd_lazy_load_crypto(const char **ret_why);
+int pd_lazy_load_lz4(const char **ret_why);
+int pd_lazy_load_lzma(const char **ret_why);
+int pd_lazy_load_zstd(const char **ret_why);
+int pd_lazy_load_slirp(const char **ret_why);
+int pd_lazy_load_http_parser(const char **ret_why);
+
 /* The address of symbol name in lib (loading lib the first time). Never returns NULL. */
 void *pd_lazy_sym(struct pd_lazy_lib *lib, const char *name);
 

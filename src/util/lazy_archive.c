@@ -353,3 +353,8 @@ int archive_write_set_format_pax_restricted(struct archive *a0)
 {
 	return PD_LAZY(&lib, archive_write_set_format_pax_restricted)(a0);
 }
+
+int pd_lazy_load_archive(const char **ret_why)
+{
+	return pd_lazy_load(&lib, ret_why);
+}

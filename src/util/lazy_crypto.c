@@ -43,3 +43,8 @@ const EVP_MD *EVP_sha256(void)
 {
 	return PD_LAZY(&lib, EVP_sha256)();
 }
+
+int pd_lazy_load_crypto(const char **ret_why)
+{
+	return pd_lazy_load(&lib, ret_why);
+}

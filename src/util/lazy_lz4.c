@@ -23,3 +23,8 @@ int LZ4_decompress_safe(const char *a0, char *a1, int a2, int a3)
 {
 	return PD_LAZY(&lib, LZ4_decompress_safe)(a0, a1, a2, a3);
 }
+
+int pd_lazy_load_lz4(const char **ret_why)
+{
+	return pd_lazy_load(&lib, ret_why);
+}

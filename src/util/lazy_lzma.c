@@ -18,3 +18,8 @@ lzma_ret lzma_stream_buffer_decode(uint64_t *a0, uint32_t a1, const lzma_allocat
 {
 	return PD_LAZY(&lib, lzma_stream_buffer_decode)(a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
+
+int pd_lazy_load_lzma(const char **ret_why)
+{
+	return pd_lazy_load(&lib, ret_why);
+}

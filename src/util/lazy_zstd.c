@@ -23,3 +23,8 @@ unsigned int ZSTD_isError(size_t a0)
 {
 	return PD_LAZY(&lib, ZSTD_isError)(a0);
 }
+
+int pd_lazy_load_zstd(const char **ret_why)
+{
+	return pd_lazy_load(&lib, ret_why);
+}
