@@ -683,7 +683,7 @@ static int start(const struct box_spec *spec, const char *box_dir, const struct 
 	n->box_path = xasprintf("%s/policy", box_dir);
 	{ /* which global file this box follows, for `policy ls --sandbox` from elsewhere */
 		_cleanup_free_ char *rec = xasprintf("%s/policy.global", box_dir), *line = xasprintf("%s\n", n->global_path);
-		(void)write_file_atomic_at(AT_FDCWD, rec, line, strlen(line), 0600);
+		(void)write_file_replace_at(AT_FDCWD, rec, line, strlen(line), 0600, !spec->rm);
 	}
 	n->pfd = xcalloc(NET_POLL_MAX, sizeof(*n->pfd));
 	n->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -239,6 +239,7 @@ struct wsbox_copy {
 	int in_fd;             /* the feeding side's */
 	int saved_fd;          /* the copy saved at the last stop, fed instead of the project */
 	bool direct;           /* written straight into the box's /workspace (no tar) */
+	bool durable;          /* the records are synced (not for a --rm box: it dies with us) */
 	pthread_t thread;
 	bool producing;
 	_Atomic bool produced; /* the walk and the manifest are done */
@@ -279,7 +280,7 @@ static void *produce(void *arg)
 					: ws_copyin(rootfd, p->out_fd, NULL, &m, &notes, &p->err);
 	close(p->out_fd);
 	if (r == 0)
-		r = save_records(dirfd, p->box_dir, &m, &notes, true, &p->err);
+		r = save_records(dirfd, p->box_dir, &m, &notes, p->durable, &p->err);
 	p->entries = m.n;
 	ws_manifest_free(&m);
 	ws_notes_free(&notes);
@@ -348,6 +349,7 @@ int box_workspace_begin(const struct box_spec *spec, const char *box_dir, bool d
 	c->project = xstrdup(spec->project);
 	c->box_dir = xstrdup(box_dir);
 	c->out_fd = c->in_fd = -1;
+	c->durable = !spec->rm;
 	c->saved_fd = open_saved(box_dir);
 	/* a saved copy is the box's own output: it goes through tar in the box, never through
 	 * the supervisor's hands into the box's tree */
