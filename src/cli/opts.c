@@ -214,7 +214,7 @@ static bool home_is_at_or_below(const char *home, const char *dir, char *buf, si
 	return true;
 }
 
-static const char *home_at_or_below(const char *dir, char *buf, size_t n)
+static const char *home_scan(const char *dir, char *buf, size_t n)
 {
 	const char *cands[5] = {getenv("HOME"), NULL, NULL, "/home", "/root"};
 	struct passwd *pw = getpwuid(getuid());
@@ -236,6 +236,23 @@ static const char *home_at_or_below(const char *dir, char *buf, size_t n)
 		if (pw->pw_uid >= 1000 && pw->pw_uid < 65534 && home_is_at_or_below(pw->pw_dir, dir, buf, n))
 			found = buf;
 	return found;
+}
+
+/* home_scan, once per directory: the default workspace and the copy's check both ask about
+ * the working directory, and each scan reads the passwd file twice */
+static const char *home_at_or_below(const char *dir, char *buf, size_t n)
+{
+	static char last_dir[PATH_MAX], last_home[PATH_MAX];
+	static bool known, found;
+	if (!known || !streq(dir, last_dir)) {
+		found = home_scan(dir, last_home, sizeof(last_home)) != NULL;
+		known = strlen(dir) < sizeof(last_dir);
+		snprintf(last_dir, sizeof(last_dir), "%s", dir);
+	}
+	if (!found)
+		return NULL;
+	snprintf(buf, n, "%s", last_home);
+	return buf;
 }
 
 static const char *default_workspace(const struct box_opts *o)
