@@ -54,6 +54,9 @@ struct box_config {
 	bool ws_direct;
 	/* vm: boot even a fresh box (no template restore): the retry after a failed restore */
 	bool vm_cold;
+	/* Work of the supervisor's that needs no box, run while the backend waits for the box's
+	 * first process (ns: its setup child works on another CPU meanwhile), or NULL. */
+	void (*while_waiting)(void);
 };
 
 /* A running box as the supervisor sees it. */

@@ -226,13 +226,12 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	bool ws_on_disk = vm_copy && access(disk, F_OK) == 0 && access(marker, F_OK) == 0;
 	if (vm_copy && !ws_on_disk)
 		(void)unlink(disk);
-	/* the network's libraries load while the runtime makes the box (the ns child works on the
-	 * other CPU while this thread waits for it) */
-	sup_net_preload();
 	int r = ws_on_disk ? 0 : box_workspace_begin(spec, box_dir, b.rt == &runtime_ns, &ws, err);
 	if (r < 0)
 		return r;
 	b.cfg.ws_direct = box_workspace_direct(ws);
+	/* the network's libraries load while the runtime waits for the box's first process */
+	b.cfg.while_waiting = sup_net_preload;
 	struct sup_net *net = NULL;
 	r = start_and_greet(&b, spec, box_dir, t0, &net, err);
 	/* a vm box restored from a template that did not come up: that template is dropped and

@@ -559,23 +559,10 @@ static int load_libraries(pd_err *err)
 	return 0;
 }
 
-static void *preload(void *arg)
-{
-	(void)arg;
-	pd_err ignored = {0};
-	(void)load_libraries(&ignored); /* setup() loads again and reports */
-	return NULL;
-}
-
 void sup_net_preload(void)
 {
-	pthread_attr_t a;
-	pthread_t t;
-	if (pthread_attr_init(&a) != 0)
-		return;
-	if (pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0)
-		(void)thread_start_quiet(&t, &a, preload, NULL);
-	pthread_attr_destroy(&a);
+	pd_err ignored = {0};
+	(void)load_libraries(&ignored); /* setup() loads again and reports */
 }
 
 static int setup(struct sup_net *n, pd_err *err)

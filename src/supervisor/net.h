@@ -38,9 +38,8 @@ extern const struct sup_net_link sup_net_link_tap;
  * the box must not run: err names the "network" layer. */
 int sup_net_start_link(const struct box_spec *spec, const char *box_dir, const struct sup_net_link *link,
 		       int link_fd, struct sup_net **ret, pd_err *err);
-/* Starts loading the network's libraries (libslirp, http-parser) on a detached thread, so
- * that the dynamic loader's work overlaps the box's own start; sup_net_start waits for it
- * (the loader's lock) and reports a library that is missing. Best effort. */
+/* Loads the network's libraries (libslirp, http-parser) ahead of sup_net_start, for a caller
+ * with time to spare (box_config.while_waiting); sup_net_start reports a missing one. */
 void sup_net_preload(void);
 /* sup_net_start_link with a TAP fd (the ns backend) and, when proxy_fd >= 0, the explicit
  * proxy's listening socket in the box's own namespace (both taken over, also on failure). */

@@ -384,6 +384,8 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	if (r == 0 && (r = release_child(&c, err)) < 0)
 		r = early_report(&c, r, err);
 	pd_debug("ns: released");
+	if (r == 0 && cfg->while_waiting)
+		cfg->while_waiting();
 	if (r == 0)
 		r = await_child(&c, err);
 	pd_debug("ns: child exec'd");
