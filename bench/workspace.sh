@@ -31,7 +31,11 @@ set -u
 FILES=${BENCH_WS_FILES:-50000}
 BYTES=${BENCH_WS_BYTES:-1073741824}
 WS_RUNS=${BENCH_WS_RUNS:-5}
-DISK=${BENCH_WS_DISK:-$(((BYTES * 2 >> 20) + 512))M}
+DISK_MB=${BENCH_WS_DISK_MB:-$(((BYTES * 2 >> 20) + 512))}
+DISK=${DISK_MB}M
+# an ns box's disk lives in its memory and is capped to fit it (ns_disk_cap: the memory less
+# /dev/shm's quarter and a reserve of up to 512 MiB), so the box gets twice the disk
+MEMORY=$((DISK_MB * 2))M
 APPLY_REPEATS=${BENCH_WS_APPLY_REPEATS:-3}
 DIFF_RUNS=${BENCH_WS_DIFF_RUNS:-3}
 WS="$BENCH_WORK/ws"
@@ -116,7 +120,7 @@ paddock_ready() {
 paddock_copy_in() {
 	local c base
 	c=$(BENCH_RUNS=$WS_RUNS BENCH_WARMUP=1 bench_time_ms \
-		"$PADDOCK" run --rm --backend ns --disk "$DISK" -w "$SRC" --workspace copy -- true) || c=-
+		"$PADDOCK" run --rm --backend ns --disk "$DISK" --memory "$MEMORY" -w "$SRC" --workspace copy -- true) || c=-
 	base=$(BENCH_RUNS=$WS_RUNS bench_time_ms "$PADDOCK" run --rm --backend ns --workspace none -- true) || base=-
 	# an ns box's tree is a tmpfs: divide by the tar|tar whose destination is one too
 	local anchor=$TARTAR aname="tar|tar $(fs_of "$WS")"
@@ -135,7 +139,7 @@ paddock_diff_apply_once() {
 	# user's project is)
 	sync
 	# --disk: the box's tmpfs must hold the copy and the changes
-	"$PADDOCK" create --backend ns --disk "$DISK" -w "$host" --workspace copy "$BOX" >/dev/null || return 1
+	"$PADDOCK" create --backend ns --disk "$DISK" --memory "$MEMORY" -w "$host" --workspace copy "$BOX" >/dev/null || return 1
 	"$PADDOCK" exec "$BOX" -- sh -c "$CHANGE_SH" sh /workspace || return 1
 	# diff is read-only: time it on the first box only
 	[ "$DIFF_MS" = - ] && { DIFF_MS=$(BENCH_RUNS=$DIFF_RUNS BENCH_WARMUP=1 \
