@@ -99,16 +99,17 @@ static int copy_out(const char *name, const char *path, const char *hostdir, boo
 
 /* Producer for copy-in: a tar stream of a host directory (ws_copyin) or of one regular file
  * (libarchive), written to out_fd (closed when done); a directory's copy-in manifest is
- * saved as box_dir/record when record is set. 0, or 1 when it failed (said on stderr). A
- * thread, not a forked child: under `run --rm` this process runs the box's network thread,
- * and a child forked beside it must not take locks (malloc's, the loader's for libcrypto)
- * another thread may have held at the fork. */
+ * saved as box_dir/record when record is set. 0, or a negative errno with *err set (EPIPE:
+ * the box's end went away). A thread, not a forked child: under `run --rm` this process runs
+ * the box's network thread, and a child forked beside it must not take locks (malloc's, the
+ * loader's for libcrypto) another thread may have held at the fork. */
 struct producer {
 	const char *hostpath, *box_dir, *record;
 	int out_fd, status;
+	pd_err err;
 };
 
-static int produce(const char *hostpath, int out_fd, const char *box_dir, const char *record)
+static int produce(const char *hostpath, int out_fd, const char *box_dir, const char *record, pd_err *ret_err)
 {
 	pd_err err = {0};
 	struct stat st;
@@ -129,7 +130,7 @@ static int produce(const char *hostpath, int out_fd, const char *box_dir, const 
 		_cleanup_close_ int fd = open(hostpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		struct archive *a = archive_write_new();
 		archive_write_set_format_pax(a);
-		r = fd < 0 || archive_write_open_fd(a, out_fd) != ARCHIVE_OK ? -EIO : 0;
+		r = fd < 0 ? -errno : archive_write_open_fd(a, out_fd) != ARCHIVE_OK ? -EIO : 0;
 		struct archive_entry *e = archive_entry_new();
 		_cleanup_free_ char *b = xstrdup(hostpath);
 		archive_entry_set_pathname(e, basename(b));
@@ -138,12 +139,12 @@ static int produce(const char *hostpath, int out_fd, const char *box_dir, const 
 		archive_entry_set_mtime(e, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 		archive_entry_set_size(e, st.st_size);
 		if (r == 0 && archive_write_header(a, e) != ARCHIVE_OK)
-			r = -EIO;
+			r = -(archive_errno(a) > 0 ? archive_errno(a) : EIO);
 		char buf[65536];
 		ssize_t n;
 		while (r == 0 && (n = read(fd, buf, sizeof(buf))) > 0)
 			if (archive_write_data(a, buf, (size_t)n) != n)
-				r = -EIO;
+				r = -(archive_errno(a) > 0 ? archive_errno(a) : EIO);
 		archive_entry_free(e);
 		archive_write_close(a);
 		archive_write_free(a);
@@ -151,15 +152,17 @@ static int produce(const char *hostpath, int out_fd, const char *box_dir, const 
 		r = -EINVAL;
 	if (!(r == 0 && S_ISDIR(st.st_mode)))
 		close(out_fd); /* (a directory's is closed above, before its manifest is saved) */
+	if (r < 0 && !err.msg[0])
+		pd_error(&err, r, "cannot read %s", hostpath);
 	if (r < 0)
-		fprintf(stderr, "paddock cp: cannot read %s: %s\n", hostpath, err.msg[0] ? err.msg : strerror(-r));
-	return r < 0 ? 1 : 0;
+		*ret_err = err;
+	return r < 0 ? -(err.code ? err.code : EIO) : 0;
 }
 
 static void *producer_main(void *arg)
 {
 	struct producer *p = arg;
-	p->status = produce(p->hostpath, p->out_fd, p->box_dir, p->record);
+	p->status = produce(p->hostpath, p->out_fd, p->box_dir, p->record, &p->err);
 	return NULL;
 }
 
@@ -178,7 +181,7 @@ int cli_copy_in(int conn, const char *hostpath, const char *name, const char *pa
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return pd_error(err, errno, "cannot create a pipe");
-	struct producer prod = {.hostpath = hostpath, .box_dir = dir, .record = record, .out_fd = p[1], .status = 1};
+	struct producer prod = {.hostpath = hostpath, .box_dir = dir, .record = record, .out_fd = p[1], .status = -EIO};
 	pthread_t t;
 	if ((r = thread_start_quiet(&t, NULL, producer_main, &prod)) < 0) {
 		close(p[0]), close(p[1]);
@@ -190,9 +193,15 @@ int cli_copy_in(int conn, const char *hostpath, const char *name, const char *pa
 	pthread_join(t, NULL);
 	if (st < 0)
 		return st;
-	if (prod.status != 0)
-		return pd_error_msg(err, EIO, "cannot copy %s", hostpath);
-	return st == 0 ? 0 : pd_error_msg(err, EIO, "tar inside sandbox '%s' failed (%d)", name, st);
+	/* one side's failure is the other's cut stream: a producer that lost its pipe (EPIPE)
+	 * was ended by the box's tar, which said why; a box's tar that failed after the host side
+	 * did read a stream cut short */
+	if (prod.status < 0 && (prod.status != -EPIPE || st == 0)) {
+		*err = prod.err;
+		return pd_err_prefix(err, "cannot copy %s into sandbox '%s'", hostpath, name);
+	}
+	return st == 0 ? 0 : pd_error_msg(err, EIO, "cannot copy %s into sandbox '%s': its tar failed (status %d)",
+					  hostpath, name, st);
 }
 
 int cmd_cp(int argc, char **argv)

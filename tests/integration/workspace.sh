@@ -312,6 +312,36 @@ t_cp_in_and_out() {
 	assert_status 2 pd cp "$h/file.txt" "$h/out"
 	pd rm -f ws8
 }
+# a copy in that fails says so once, with the side that failed: the box's tar (which says why
+# itself) or the host's read; never the other side's broken pipe as the cause ("cannot read
+# DIR: ... Write error" when the box could not write) nor a second "cannot copy" after it
+t_cp_in_failure_is_said_once_by_the_side_that_failed() {
+	pd create --workspace none wscf >/dev/null
+	local h=$PADDOCK_HOME/h out
+	mkdir -p "$h/dir/sub"
+	head -c 2000000 /dev/urandom >"$h/dir/sub/big"
+	head -c 2000000 /dev/urandom >"$h/big"
+	chmod -R a+rwX "$h"
+	pd exec wscf -- sh -c 'echo x >/tmp/afile'
+	local src
+	for src in "$h/dir" "$h/big"; do
+		out=$(pd cp "$src" wscf:/tmp/afile 2>&1) && fail "copied into a file: $out"
+		assert_status 125 pd cp "$src" wscf:/tmp/afile
+		assert_contains "$out" "Not a directory"
+		assert_not_contains "$out" "cannot read $src"
+		assert_not_contains "$out" "Write error"
+		assert_eq "$(printf '%s\n' "$out" | grep -c '^paddock:')" 1 "one message of paddock's own: $out"
+		assert_contains "$out" "sandbox 'wscf'"
+	done
+	if [ "$(id -u)" != 0 ]; then
+		# a host file this user cannot read: the host side's failure, not the box's
+		chmod 000 "$h/dir/sub/big"
+		out=$(pd cp "$h/dir" wscf:/tmp 2>&1) && fail "copied an unreadable file: $out"
+		assert_contains "$out" "cannot open sub/big: Permission denied"
+		assert_eq "$(printf '%s\n' "$out" | grep -c '^paddock:')" 1 "one message of paddock's own: $out"
+	fi
+	pd rm -f wscf >/dev/null
+}
 # An image with no tar at all (a static busybox, no applet links): every tar stream of the
 # workspace is paddock-init's own, so copy-in, diff, apply, cp both ways and a stop/start
 # (the workspace saved and restored) work as on a full Debian image, on every backend.
