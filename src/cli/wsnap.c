@@ -130,12 +130,6 @@ static _noreturn_ void run_out(const char *box_dir, char **argv, int in_fd, int 
 	_exit(status < 0 ? 125 : status);
 }
 
-static _noreturn_ void tar_out(const char *box_dir, int out_fd)
-{
-	char *argv[] = {WSTAR_BUILTIN, "-c", "/workspace", NULL};
-	run_out(box_dir, argv, -1, out_fd);
-}
-
 static struct ws_ignore *host_ignore(const struct wsnap *s)
 {
 	_cleanup_close_ int root = open(s->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -396,10 +390,16 @@ int wsnap_save_tar(const char *box_dir, pd_err *err)
 	/* a save killed half-way (stop interrupted) left its temp file: gone before this one */
 	(void)unlink(tmp);
 	pid_t parent = getpid();
+	int ep[2]; /* the child's error, said once by the caller (a full disk: which file) */
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return pd_error(err, errno, "cannot create a pipe");
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(ep[0]), close(ep[1]);
 		return pd_error(err, errno, "cannot fork");
+	}
 	if (pid == 0) {
+		close(ep[0]);
 		/* it dies with the stop that asked for it (whose rename then never comes) */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(125);
@@ -407,15 +407,26 @@ int wsnap_save_tar(const char *box_dir, pd_err *err)
 		struct rlimit rl = {WSNAP_SAVE_MAX, WSNAP_SAVE_MAX};
 		setrlimit(RLIMIT_FSIZE, &rl);
 		signal(SIGXFSZ, SIG_IGN);
+		pd_err e = {0};
+		char *argv[] = {WSTAR_BUILTIN, "-c", "/workspace", NULL};
 		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0)
+		int r = fd < 0 ? pd_error(&e, errno, "cannot create it") : session_run_in(box_dir, argv, -1, fd, &e);
+		if (r < 0 && write(ep[1], &e, sizeof(e)) < 0)
 			_exit(125);
-		tar_out(box_dir, fd);
+		_exit(r < 0 ? 125 : r);
 	}
+	close(ep[1]);
+	pd_err child = {0};
+	bool said = read(ep[0], &child, sizeof(child)) == (ssize_t)sizeof(child);
+	close(ep[0]);
 	int st = 0;
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) > 1) {
 		unlink(tmp);
+		if (said) {
+			*err = child;
+			return pd_err_prefix(err, "could not save the workspace to %s before stopping", tmp);
+		}
 		return pd_error_msg(err, EIO, "could not save the workspace before stopping (status %d)",
 				    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 	}

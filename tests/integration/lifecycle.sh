@@ -117,6 +117,27 @@ t_a_full_disk_is_enospc_and_the_box_lives() {
 	assert_eq "$(status_of k3)" "running"
 	pd rm -f k3
 }
+# a stop that cannot save the workspace because paddock's own disk is full says so once, on
+# what (it said "cannot write the command's output" of no file, then "(status 125)" on a
+# second line)
+t_a_stop_on_a_full_paddock_home_says_what_failed() {
+	pd_only ns "only an ns box's copy is saved by stop"
+	[ "$(id -u)" = 0 ] || { echo "skip: mounts a small tmpfs as PADDOCK_HOME (root)"; exit 77; }
+	local out
+	small=$PADDOCK_HOME/small # (global: the trap reads it)
+	mkdir "$small" "$PADDOCK_HOME/proj" && echo a >"$PADDOCK_HOME/proj/a"
+	mount -t tmpfs -o size=400k tmpfs "$small"
+	trap 'PADDOCK_HOME=$small/h pd rm -f fd2 >/dev/null 2>&1
+		for _ in 1 2 3 4 5 6 7 8 9 10; do umount "$small" 2>/dev/null && break; sleep 0.5; done
+		pd_cleanup_home' EXIT
+	(cd "$PADDOCK_HOME/proj" && PADDOCK_HOME=$small/h pd create fd2 >/dev/null)
+	PADDOCK_HOME=$small/h pd exec fd2 -- sh -c 'head -c 1000000 /dev/urandom >big'
+	out=$(PADDOCK_HOME=$small/h pd stop fd2 2>&1) && fail "stopped: $out"
+	assert_contains "$out" "No space left on device"
+	assert_contains "$out" "$small/h/boxes/fd2"
+	assert_eq "$(printf '%s\n' "$out" | grep -c '^paddock')" 1 "one message: $out"
+	assert_eq "$(PADDOCK_HOME=$small/h status_of fd2)" "running"
+}
 
 # `run --rm` killed with SIGKILL (its supervisor is the CLI process), at start-up and later:
 # nothing of the box runs on (a setup child once held the supervisor's end of its go-ahead
