@@ -42,6 +42,9 @@ int cli_fail(const pd_err *err);
  * control protocol: an empty name, a string over PROTO_MAX_STR, more than PROTO_MAX_ARGS
  * arguments or PROTO_MAX_ENV values, more than one frame in all. */
 int cli_check_command(const char *verb, char *const *cmd, char *const *env);
+/* 0, or a usage error (printed, EXIT_USAGE) when name cannot be a sandbox's: said before
+ * anything is looked up, by every verb that takes one. */
+int cli_check_name(const char *verb, const char *name);
 /* 0, or a usage error when -t (tty == 1) is asked without a terminal on stdin: said before
  * anything is made. */
 int cli_check_tty(const char *verb, int tty);

@@ -60,6 +60,8 @@ static int parse(int argc, char **argv, struct apply_args *a)
 	}
 	if (optind >= argc)
 		return cli_usage("apply", "which sandbox?");
+	if (cli_check_name("apply", argv[optind]))
+		return EXIT_USAGE;
 	if (a->mount && a->branch)
 		return cli_usage("apply", "--branch is for the project, not a mount");
 	a->o.allow_exec = a->allow_exec;

@@ -42,6 +42,8 @@ int cmd_diff(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage("diff", "which sandbox?");
 	const char *name = argv[optind++];
+	if (cli_check_name("diff", name))
+		return EXIT_USAGE;
 	pd_err err = {0};
 	struct wsnap s;
 	if (wsnap_take(name, mount, &s, &err) < 0) {

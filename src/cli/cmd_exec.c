@@ -100,6 +100,10 @@ int cmd_exec(int argc, char **argv)
 		return cli_usage("exec", "which sandbox?");
 	}
 	const char *name = argv[optind++];
+	if (cli_check_name("exec", name)) {
+		strv_free(o.env);
+		return EXIT_USAGE;
+	}
 	if (optind < argc && streq(argv[optind], "--"))
 		optind++;
 	if (optind >= argc) {
@@ -123,9 +127,9 @@ int cmd_shell(int argc, char **argv)
 	int r = parse_exec("shell", argc, argv, &o, &help);
 	if (r == 0 && help)
 		printf("Usage: paddock shell [--user agent|root] NAME\n\nOpen an interactive shell in a running sandbox.\n");
-	if (r || help || optind != argc - 1) {
+	if (r || help || optind != argc - 1 || cli_check_name("shell", argv[optind])) {
 		strv_free(o.env);
-		return r || help ? r : cli_usage("shell", "shell takes exactly one NAME");
+		return r || help ? r : optind != argc - 1 ? cli_usage("shell", "shell takes exactly one NAME") : EXIT_USAGE;
 	}
 	char *cmd[] = {"/bin/sh", "-c", "if command -v bash >/dev/null; then exec bash -l; else exec sh -l; fi", NULL};
 	r = exec_in(argv[optind], &o, cmd);

@@ -129,6 +129,9 @@ static int parse_names(const char *verb, int argc, char **argv, const struct opt
 	if (optind >= argc)
 		return -1; /* caller decides whether no names is fine */
 	for (int i = optind; i < argc; i++)
+		if (cli_check_name(verb, argv[i]))
+			return EXIT_USAGE;
+	for (int i = optind; i < argc; i++)
 		if (each(argv[i], ctx) != 0)
 			fails++;
 	return fails ? EXIT_FAILURE_PD : 0;

@@ -140,6 +140,8 @@ int cmd_logs(int argc, char **argv)
 		return cli_usage("logs", "--console goes with neither --net nor -f");
 	if (optind != argc - 1)
 		return cli_usage("logs", "logs takes exactly one NAME");
+	if (cli_check_name("logs", argv[optind]))
+		return EXIT_USAGE;
 	pd_err err = {0};
 	_cleanup_free_ char *dir = NULL;
 	if (cli_box_dir(argv[optind], NULL, &dir, &err) < 0)

@@ -172,6 +172,8 @@ int cmd_policy(int argc, char **argv)
 	free(rest);
 	pd_err err = {0};
 	_cleanup_free_ char *path = NULL, *dir = NULL;
+	if (box && cli_check_name("policy", box))
+		return EXIT_USAGE;
 	if (box && cli_box_dir(box, NULL, &dir, &err) < 0)
 		return cli_fail(&err);
 	path = dir ? xasprintf("%s/policy", dir) : sup_net_global_policy_path();

@@ -535,9 +535,9 @@ int cmd_create(int argc, char **argv)
 		return cli_usage("create", "create takes one NAME (or --name) and no command");
 	}
 	if (optind == argc - 1) {
-		if (!box_name_valid(argv[optind])) {
+		if (cli_check_name("create", argv[optind])) {
 			box_spec_free(&o.spec);
-			return cli_usage("create", "invalid name '%s' (letters, digits, '-', '_', '.'; up to %d)", argv[optind], BOX_NAME_MAX);
+			return EXIT_USAGE;
 		}
 		o.spec.name = xstrdup(argv[optind]);
 	}

@@ -77,8 +77,8 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 	pd_err err = {0};
 	switch (c) {
 	case 'n':
-		if (!box_name_valid(optarg))
-			return cli_usage(verb, "invalid name '%s' (letters, digits, '-', '_', '.'; up to %d)", optarg, BOX_NAME_MAX);
+		if (cli_check_name(verb, optarg))
+			return EXIT_USAGE;
 		free(s->name);
 		s->name = xstrdup(optarg);
 		return 0;

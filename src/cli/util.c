@@ -213,6 +213,13 @@ void cli_apply_waiting(const char *root)
 	fprintf(stderr, "paddock: another apply to %s is running; waiting for it to finish\n", root);
 }
 
+int cli_check_name(const char *verb, const char *name)
+{
+	if (box_name_valid(name))
+		return 0;
+	return cli_usage(verb, "invalid name '%s' (letters, digits, '-', '_', '.'; up to %d)", name, BOX_NAME_MAX);
+}
+
 int cli_box_dir(const char *name, char **ret_home, char **ret_dir, pd_err *err)
 {
 	if (!box_name_valid(name))

@@ -470,6 +470,29 @@ t_exec_too_large_with_the_box_env_fails_alone() {
 	assert_eq "$(pd exec eb -- sh -c 'echo ${#A}')" 60000 "the box lives on"
 	pd rm -f eb >/dev/null
 }
+# a name no sandbox can have is a usage error (2) on every verb that takes one, as on create
+# (it was paddock's own failure, 125, on all but create and run), said before anything is done
+t_an_invalid_name_is_a_usage_error_on_every_verb() {
+	pd create okname >/dev/null
+	local v bad out
+	for bad in '../x' 'a b' "$(printf 'e\033[31m')"; do
+		for v in start stop rm logs shell diff apply "stop -f" "rm -f" "apply --branch"; do
+			# shellcheck disable=SC2086
+			out=$(pd $v "$bad" 2>&1 </dev/null) && fail "$v '$bad' succeeded"
+			# shellcheck disable=SC2086
+			assert_status 2 pd $v "$bad" </dev/null
+			assert_contains "$out" "invalid name"
+			assert_not_contains "$out" $'\033'
+		done
+		assert_status 2 pd exec "$bad" -- true
+		assert_status 2 pd policy ls --sandbox "$bad"
+		assert_status 2 pd policy allow --sandbox "$bad" example.com
+		# checked before any is acted on: the valid name beside it is left alone
+		assert_status 2 pd stop okname "$bad"
+		assert_eq "$(status_of okname)" "running"
+	done
+	pd rm -f okname >/dev/null
+}
 t_ls_json_is_valid() {
 	pd create j1 >/dev/null
 	pd ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["name"]=="j1" and d[0]["backend"]=="'"$PD_BACKEND"'"'
