@@ -55,12 +55,14 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	/* `paddock help VERB` is `paddock VERB --help` */
-	if (streq(argv[1], "help") && argc > 2)
+	if (streq(argv[1], "help") && argc > 2) {
 		for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
 			if (streq(argv[2], verbs[i].name)) {
 				char *args[] = {argv[2], (char *)"--help", NULL};
 				return verbs[i].fn(2, args);
 			}
+		return cli_usage(NULL, "unknown verb '%s'", argv[2]);
+	}
 	if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
 		usage(stdout);
 		return 0;

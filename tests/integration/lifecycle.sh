@@ -507,6 +507,10 @@ t_help_on_every_verb() {
 		pd help "$v" | grep -q "Usage: paddock $v" || fail "no 'paddock help $v'"
 	done
 	pd --help | grep -q "Verbs:"
+	# help on a verb there is not is the usage error that verb would be (it printed the
+	# general help and exited 0)
+	assert_status 2 pd help nosuchverb
+	assert_contains "$(pd help nosuchverb 2>&1)" "unknown verb 'nosuchverb'"
 	# and on every sub-verb: help, exit 0, nothing done
 	local sub
 	for sub in "profile ls" "profile show" "image ls" "image gc" "image inspect" "image rm" "image build" \
