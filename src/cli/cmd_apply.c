@@ -19,6 +19,12 @@ struct apply_args {
 	const char *mount;
 };
 
+/* a branch name is data for git's refspec: anything that is not a plain name is refused */
+static bool branch_name_ok(const char *branch)
+{
+	return !strpbrk(branch, " ~^:?*[\\") && branch[0] != '-' && !strstr(branch, "..");
+}
+
 static int parse(int argc, char **argv, struct apply_args *a)
 {
 	static const struct option opts[] = {
@@ -64,6 +70,8 @@ static int parse(int argc, char **argv, struct apply_args *a)
 		return EXIT_USAGE;
 	if (a->mount && a->branch)
 		return cli_usage("apply", "--branch is for the project, not a mount");
+	if (a->branch && a->branch[0] && !branch_name_ok(a->branch))
+		return cli_usage("apply", "'%s' is not a usable branch name", a->branch);
 	a->o.allow_exec = a->allow_exec;
 	return 0;
 }
@@ -81,8 +89,7 @@ static int apply_to_branch(const char *name, struct apply_args *a)
 		r = pd_error_msg(&err, ESRCH, "sandbox '%s' is not running; start it first", name);
 	if (r == 0 && !spec.project)
 		r = pd_error_msg(&err, EINVAL, "sandbox '%s' has no project", name);
-	/* a branch name is data for git's refspec: refuse anything that is not a plain name */
-	if (r == 0 && (strpbrk(branch, " ~^:?*[\\") || branch[0] == '-' || strstr(branch, "..")))
+	if (r == 0 && !branch_name_ok(branch)) /* the default one, of a name with ".." */
 		r = pd_error_msg(&err, EINVAL, "'%s' is not a usable branch name", branch);
 	if (r == 0)
 		r = apply_branch(dir, spec.project, branch, a->uncommitted, &err);

@@ -641,6 +641,12 @@ t_apply_branch_takes_commits_without_checkout() {
 	assert_eq "$(cat f)" "base"             # nothing checked out
 	assert_eq "$(git status --porcelain)" "" # the work tree is untouched
 	[ ! -e .git/hooks/reference-transaction ] || fail "the box's hook reached the host"
+	# a branch name git cannot take is a usage error, said before the box is read (it was 125)
+	local b
+	for b in bad..name -x 'a b' 'a:b'; do
+		assert_status 2 pd apply --branch="$b" gb
+		assert_contains "$(pd apply --branch="$b" gb 2>&1)" "is not a usable branch name"
+	done
 	pd rm -f gb
 }
 
