@@ -491,6 +491,11 @@ static int image_add(const char *verb, int argc, char **argv)
 			return cli_usage("image", "%s", err.msg);
 		oci_ref_free(ref);
 	}
+	if (po.mirror) { /* and so is a --registry-mirror that is not one */
+		_cleanup_free_ char *url = img_registry_base_url("docker.io", po.mirror, &err);
+		if (!url)
+			return cli_usage("image", "%s", err.msg);
+	}
 	_cleanup_img_store_ struct img_store *s = NULL;
 	_cleanup_img_record_ struct img_record *r = NULL;
 	_cleanup_free_ char *mirror = NULL;
@@ -511,6 +516,10 @@ static int image_add(const char *verb, int argc, char **argv)
 
 static int image_build(const char *name)
 {
+	const char *suite, *variant;
+	if (!img_base_lookup(name, &suite, &variant))
+		return cli_usage("image", "'%s' is not a base image paddock builds (debian:bookworm, debian:bookworm-slim)",
+				 name);
 	pd_err err = {0};
 	_cleanup_img_store_ struct img_store *s = NULL;
 	_cleanup_img_record_ struct img_record *r = NULL;

@@ -196,10 +196,20 @@ t_pull_token_auth_and_redirect() {
 	check_tree "$(rootfs_of "127.0.0.1:$PORT/test/app:single")"
 }
 
-# a reference that cannot be one is a usage error, said before any connection
+# a reference that cannot be one is a usage error, said before any connection; so is a
+# --registry-mirror that cannot be one, and a base image paddock does not build (both were
+# 125, paddock's own failure)
 t_pull_of_a_bad_reference_is_a_usage_error() {
 	assert_status 2 pd image pull 'Bad Ref'
 	assert_status 2 pd image pull 'a/b:c:d'
+	local m
+	for m in notaurl ftp://x http:// "http://127.0.0.1:1@example.com" http://mirror.example.com; do
+		assert_status 2 pd image pull --registry-mirror "$m" test/app:v1
+	done
+	assert_contains "$(pd image pull --registry-mirror notaurl test/app:v1 2>&1)" "is not an http(s) URL"
+	assert_status 2 pd image build debian:sid
+	assert_contains "$(pd image build debian:sid 2>&1)" "is not a base image paddock builds"
+	assert_eq "$(pd image ls --json)" "[]"
 }
 
 t_pull_refuses_digest_mismatch() {
@@ -233,9 +243,11 @@ t_pull_through_mirror() {
 	assert_contains "$(XDG_CONFIG_HOME="$PADDOCK_HOME/cfg" pd image pull test/app:single 2>&1)" \
 		"images.json:3:1: invalid JSON"
 	# userinfo in a mirror is refused (it made curl's host another than the one checked)
-	assert_status 125 pd image pull --registry-mirror "http://127.0.0.1:$PORT@example.com" test/app:v1
+	assert_status 2 pd image pull --registry-mirror "http://127.0.0.1:$PORT@example.com" test/app:v1
 	# plain http to a mirror off loopback is refused
-	assert_status 125 pd image pull --registry-mirror http://mirror.example.com test/app:v1
+	assert_status 2 pd image pull --registry-mirror http://mirror.example.com test/app:v1
+	# (the variable is no option: its errors are paddock's to report)
+	assert_status 125 env PADDOCK_REGISTRY_MIRROR=http://mirror.example.com "$PADDOCK" image pull test/app:v1
 }
 
 t_pull_over_tls_with_a_private_ca() {
