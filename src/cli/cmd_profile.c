@@ -37,6 +37,8 @@ static int profile_ls(void)
 
 static int profile_show(const char *name)
 {
+	if (!profile_name_valid(name)) /* no file can hold it: a usage error, as a sandbox name's */
+		return cli_usage("profile", "invalid profile name '%s' (expected [a-z0-9][a-z0-9._-]*)", name);
 	pd_err err = {0};
 	struct profile *p = NULL;
 	_cleanup_strv_ char **warn = NULL;

@@ -232,6 +232,14 @@ t_profile_names_and_errors() {
 	out=$(pd profile show dangling 2>&1) && fail "a dangling profile showed: $out"
 	assert_contains "$out" "dangling.json: a symbolic link to a missing file"
 	rm -f "$XDG_CONFIG_HOME/paddock/agents/dangling.json"
+	# a name no profile can have is a usage error (it was 125), shown escaped
+	local n
+	for n in ../etc Upper "$(printf 'e\033[31m')"; do
+		assert_status 2 pd profile show "$n"
+		out=$(pd profile show "$n" 2>&1) || true
+		assert_contains "$out" "invalid profile name"
+		assert_not_contains "$out" $'\033'
+	done
 }
 
 # A profile mount at or under the project's place in the box is skipped with a note (the
