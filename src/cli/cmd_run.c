@@ -532,7 +532,8 @@ int cmd_create(int argc, char **argv)
 	}
 	if (o.rm || optind < argc - 1 || (optind == argc - 1 && o.spec.name)) {
 		box_spec_free(&o.spec);
-		return cli_usage("create", "create takes one NAME (or --name) and no command");
+		return o.rm ? cli_usage("create", "--rm is for run: a created sandbox stays until 'paddock rm'")
+			    : cli_usage("create", "create takes one NAME (or --name) and no command");
 	}
 	if (optind == argc - 1) {
 		if (cli_check_name("create", argv[optind])) {

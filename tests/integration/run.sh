@@ -27,6 +27,9 @@ t_usage_errors_exit_2() {
 	assert_status 2 pd run -v relative:/x -- true
 	assert_status 2 pd nosuchverb
 	assert_status 2 pd exec
+	# create --rm names what is wrong (it said "takes one NAME and no command" of one NAME)
+	assert_status 2 pd create --rm x
+	assert_contains "$(pd create --rm x 2>&1)" "--rm is for run"
 	# network values are checked by the parsers that use them, before anything is made
 	local v
 	for v in "-p 99999:80" "-p 1.2.3:80:80" "--resolve foo=notanip" "--allow a:99999" "--deny *.:1"; do
