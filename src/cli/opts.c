@@ -265,11 +265,12 @@ static const char *default_workspace(const struct box_opts *o)
 	return "copy";
 }
 
-/* a usage error here, before anything is made (store_create checks again for every path) */
+/* a usage error here, before anything is made (store_create checks again for every path). A
+ * home that cannot be made is no usage error: the caller's own store_home says so (125). */
 static int state_mounts_ok(const struct box_spec *spec, pd_err *err)
 {
 	_cleanup_free_ char *home = NULL;
-	return store_home(&home, err) < 0 ? -err->code : store_check_mounts(home, spec, err);
+	return store_home(&home, NULL) < 0 ? 0 : store_check_mounts(home, spec, err);
 }
 
 int cli_apply_workspace(struct box_opts *o, pd_err *err)

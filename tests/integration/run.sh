@@ -51,6 +51,20 @@ t_usage_errors_exit_2() {
 	[ -z "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" ] || fail "a refused run left a box: $(ls "$PADDOCK_HOME/boxes")"
 	assert_eq "$(pd run --rm --workspace none -- sh -c 'echo ${#1}' x "${big:0:65535}")" "65535"
 }
+# a PADDOCK_HOME that cannot be used is paddock's own failure (125), said once, on run and
+# create alike: it was a usage error (2, "Try 'paddock run --help'") from the check of -v
+# paths against the state
+t_an_unusable_paddock_home_is_not_a_usage_error() {
+	local out a
+	for a in "run --rm -- true" "run --rm --workspace none -- true" "create uh"; do
+		# shellcheck disable=SC2086
+		out=$(PADDOCK_HOME=/etc/passwd "$PADDOCK" $a 2>&1) && fail "$a started: $out"
+		# shellcheck disable=SC2086
+		assert_status 125 env PADDOCK_HOME=/etc/passwd "$PADDOCK" $a
+		assert_contains "$out" "cannot create /etc/passwd/boxes"
+		assert_not_contains "$out" "--help"
+	done
+}
 # a -v whose two ends differ in type says so, with the fix that is the user's
 t_a_bind_of_the_wrong_type_says_which() {
 	pd_only ns "binds"
