@@ -363,8 +363,11 @@ static int decide(struct apply *a, size_t i, int dirfd, const char *name, struct
 						 "mode: nothing to force (chmod it on the host)"), 0;
 	if (a->o->force && h->kind != WS_DIR && d->box->type != WS_DIR)
 		return 1;
+	/* nothing was there at copy-in (an added or renamed entry; every entry of a cp): the host's
+	 * own file is in the way, which --force replaces */
 	set(a, i, WS_CONFLICT, 0, h->kind == WS_DIR ? "a host directory is in the way"
-						    : "the host entry changed since copy-in");
+				  : expect ? "the host entry changed since copy-in"
+					   : "a host entry is in the way (--force replaces it)");
 	return 0;
 }
 

@@ -306,6 +306,10 @@ t_cp_in_and_out() {
 	# an existing host file is a conflict unless -f
 	pd exec ws8 -- sh -c 'echo changed >/tmp/o/d/x'
 	assert_status 1 pd cp ws8:/tmp/o/d "$h/out"
+	# said as what it is, with the way over it (it said "changed since copy-in": cp has none)
+	local out
+	out=$(pd cp ws8:/tmp/o/d "$h/out") || true
+	assert_contains "$out" "d/x (added): a host entry is in the way (--force replaces it)"
 	assert_eq "$(cat "$h/out/d/x")" "three"
 	pd cp -f ws8:/tmp/o/d "$h/out" >/dev/null || true
 	assert_eq "$(cat "$h/out/d/x")" "changed"
