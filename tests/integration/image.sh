@@ -488,7 +488,7 @@ t_image_build_debian_base_through_mmdebstrap() {
 	assert_contains "$(pd image ls)" "docker.io/library/debian:bookworm-slim"
 	assert_eq "$(cat "$(rootfs_of debian:bookworm-slim)/etc/debian_version")" "12.99"
 	assert_eq "$(bb_run_img debian:bookworm-slim -- /bin/busybox cat /etc/debian_version)" "12.99"
-	assert_status 125 pd image build debian:sid
+	assert_status 2 pd image build debian:sid # a base it does not build: a usage error
 }
 
 t_image_build_failing_mmdebstrap_leaves_nothing() {
