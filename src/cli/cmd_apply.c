@@ -161,14 +161,29 @@ int cmd_apply(int argc, char **argv)
 	/* the host's core.hooksPath, when it points into the project, is flagged like .git/hooks */
 	_cleanup_strv_ char **hooks = r == 0 ? cli_git_hook_dirs(s.project) : NULL;
 	ws_exec_set_hook_dirs(hooks);
+	struct ws_manifest moved = {0};
+	a.o.ret_base = &moved;
 	if (r == 0)
 		r = ws_apply(s.project, &s.base, &s.box, s.staging_fd, &a.o, &rep, &err);
+	/* what is now on the host is the box's new baseline: its next diff shows what came after,
+	 * and a file this apply wrote that the agent changes again is no conflict */
+	if (r == 0 && !a.o.dry_run && rep.count[WS_APPLIED] + rep.count[WS_ALREADY] > 0)
+		r = wsnap_save_base(&s, &moved, &err);
+	if (r < 0 && !err.msg[0])
+		pd_error(&err, r, "cannot record what was applied");
+	ws_manifest_free(&moved);
 	ws_progress_end(&bar);
 	/* what the snapshot left out is in the report too, and makes the status 1 */
 	if (r == 0)
 		ws_apply_report_add_notes(&rep, &s.notes, a.o.paths);
 	if (r == 0)
 		ws_apply_report_render(stdout, &rep, isatty(STDOUT_FILENO));
+	/* a snapshot this apply took for itself was no diff's: the next apply takes its own (it
+	 * was reused as "what 'paddock diff' showed", and the box's later changes said "already
+	 * applied"); one a diff showed stays, for a rerun with --force. An apply cut short keeps
+	 * it either way, for its rerun to finish */
+	if (r == 0 && !saved && !a.o.dry_run)
+		wsnap_forget(&s);
 	bool clean = r == 0 && rep.count[WS_CONFLICT] == 0 && rep.count[WS_REFUSED_ENTRY] == 0 &&
 		     rep.count[WS_FAILED] == 0 && rep.count[WS_SKIPPED_EXEC] == 0;
 	ws_apply_report_free(&rep);

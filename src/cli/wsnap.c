@@ -331,6 +331,19 @@ static void staging_gc(struct wsnap *s)
 	closedir(d);
 }
 
+int wsnap_save_base(const struct wsnap *s, const struct ws_manifest *m, pd_err *err)
+{
+	_cleanup_free_ char *base = s->mount < 0 ? xstrdup(WSBOX_BASE_MANIFEST) : wsnap_mount_manifest(s->mount);
+	return ws_manifest_save(m, s->box_fd, base, err);
+}
+
+void wsnap_forget(const struct wsnap *s)
+{
+	_cleanup_free_ char *saved = snap_file(s, WSNAP_BOX_MANIFEST), *notes = snap_file(s, WSNAP_BOX_NOTES);
+	(void)unlinkat(s->box_fd, saved, 0);
+	(void)unlinkat(s->box_fd, notes, 0);
+}
+
 int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err)
 {
 	struct box_spec spec = {0};

@@ -536,7 +536,28 @@ static void build_report(struct apply *a, const bool *selected, struct ws_apply_
 	}
 }
 
-static void run(struct apply *a, struct ws_apply_report *rep)
+/* The new baseline (ws_apply_opts.ret_base): base less the base side of every delta now on
+ * the host, plus their box side. Deltas point into base and box (ws_diff_compute). */
+static void new_base(const struct apply *a, const struct ws_manifest *base, struct ws_manifest *ret)
+{
+	_cleanup_free_ bool *gone = xcalloc(base->n ? base->n : 1, sizeof(bool));
+	*ret = (struct ws_manifest){0};
+	for (size_t i = 0; i < a->diff.n; i++) {
+		const struct ws_delta *d = &a->diff.v[i];
+		if ((a->res[i] != WS_APPLIED && a->res[i] != WS_ALREADY) || d->kind == WS_CHG_REFUSED)
+			continue;
+		if (d->base)
+			gone[d->base - base->v] = true;
+		if (d->box)
+			ws_manifest_add(ret, d->box);
+	}
+	for (size_t k = 0; k < base->n; k++)
+		if (!gone[k])
+			ws_manifest_add(ret, &base->v[k]);
+	ws_manifest_sort(ret);
+}
+
+static void run(struct apply *a, const struct ws_manifest *base, struct ws_apply_report *rep)
 {
 	size_t n = a->diff.n;
 	_cleanup_free_ bool *selected = xcalloc(n, sizeof(bool));
@@ -555,6 +576,8 @@ static void run(struct apply *a, struct ws_apply_report *rep)
 	if (!a->o->dry_run && !a->o->no_sync)
 		sync_dirs(a);
 	build_report(a, selected, rep);
+	if (a->o->ret_base && !a->o->dry_run)
+		new_base(a, base, a->o->ret_base);
 	free(a->res);
 	free(a->errs);
 	free(a->detail);
@@ -709,7 +732,7 @@ int ws_apply(const char *host_root, const struct ws_manifest *base, const struct
 	struct apply a = {.rootfd = rootfd, .box = box, .staging_fd = staging_fd, .o = o};
 	ws_diff_compute(base, box, &a.diff);
 	ws_diff_mark_exec(&a.diff, box, staging_fd);
-	run(&a, &rep);
+	run(&a, base, &rep);
 	/* every temp file is renamed or removed by now (and the renames synced) */
 	if (mark)
 		unlink(mark);

@@ -56,6 +56,11 @@ struct ws_apply_opts {
 	/* called after each selected entry with how many of total are done (a progress bar) */
 	void (*progress)(void *ud, size_t done, size_t total);
 	void *progress_ud;
+	/* when set (and not a dry run): filled with the baseline the box's next diff and apply
+	 * start from, the copy-in manifest with what is now on the host taken in — every entry
+	 * applied or found already applied. Without it, the agent's next change to a file an
+	 * apply wrote is a conflict (the host no longer holds the copy-in version) */
+	struct ws_manifest *ret_base;
 };
 
 struct ws_apply_item {

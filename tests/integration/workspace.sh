@@ -69,6 +69,40 @@ t_diff_and_apply() {
 	pd apply --fresh ws1 | grep -q "0 conflicts"
 	pd rm -f ws1
 }
+# the agent goes on after an apply: the next apply (no diff between) takes a new snapshot and
+# applies the new change, not "already applied" from the last one's snapshot and not a
+# conflict over the file the last apply wrote; diff shows only what came after; a host edit
+# after the apply is still a conflict, and so across a stop and start
+t_apply_again_after_more_work() {
+	mkproj
+	(cd "$P" && pd create ws9 >/dev/null)
+	pd exec ws9 -- sh -c 'echo v1 >a.txt; echo new >b.txt'
+	pd apply ws9 >/dev/null
+	assert_eq "$(cat "$P/a.txt")" "v1"
+	assert_contains "$(pd diff --stat ws9)" " 0 paths changed"
+	pd exec ws9 -- sh -c 'echo v2 >a.txt; rm b.txt'
+	local stat out
+	stat=$(pd diff --stat ws9)
+	assert_contains "$stat" "M a.txt"
+	assert_contains "$stat" "D b.txt"
+	assert_not_contains "$stat" "src/m.c"
+	pd exec ws9 -- sh -c 'echo v3 >a.txt'
+	out=$(pd apply --fresh ws9) || fail "second apply: $out"
+	assert_contains "$out" "2 applied"
+	assert_eq "$(cat "$P/a.txt")" "v3"
+	[ ! -e "$P/b.txt" ] || fail "the deletion after the first apply was not applied"
+	pd exec ws9 -- sh -c 'echo v4 >a.txt'
+	out=$(pd apply ws9) || fail "third apply: $out"
+	assert_contains "$out" "1 applied"
+	assert_eq "$(cat "$P/a.txt")" "v4"
+	pd stop ws9 >/dev/null && pd start ws9 >/dev/null
+	pd exec ws9 -- sh -c 'echo v5 >a.txt'
+	echo "host edit" >"$P/a.txt"
+	assert_status 1 pd apply ws9
+	assert_eq "$(cat "$P/a.txt")" "host edit"
+	pd rm -f ws9
+}
+
 # an empty project skips tar in the box; the box still gets a writable /workspace, and what
 # it adds comes back through diff and apply
 t_empty_project_round_trip() {
