@@ -334,7 +334,9 @@ static void staging_gc(struct wsnap *s)
 int wsnap_save_base(const struct wsnap *s, const struct ws_manifest *m, pd_err *err)
 {
 	_cleanup_free_ char *base = s->mount < 0 ? xstrdup(WSBOX_BASE_MANIFEST) : wsnap_mount_manifest(s->mount);
-	return ws_manifest_save(m, s->box_fd, base, err);
+	/* not synced: lost to a crash, the old baseline comes back, and the files this apply
+	 * wrote read as host changes — conflicts, never an overwrite */
+	return ws_manifest_save_nosync(m, s->box_fd, base, err);
 }
 
 void wsnap_forget(const struct wsnap *s)
