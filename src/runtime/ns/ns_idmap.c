@@ -152,6 +152,51 @@ void ns_idmap_build(uint32_t caller_id, bool caller_is_root, const struct ns_sub
 		add(ret, NS_AGENT_ID + 1, sub->start + NS_AGENT_ID + 1, span - NS_AGENT_ID - 1);
 }
 
+/* The outside id of inside `id`, or false when unmapped. */
+static bool map_down(const struct ns_idmap *m, uint32_t id, uint32_t *ret)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (id >= m->e[i].inside && (uint64_t)id < (uint64_t)m->e[i].inside + m->e[i].count) {
+			*ret = m->e[i].outside + (id - m->e[i].inside);
+			return true;
+		}
+	return false;
+}
+
+/* Adds [start, start+count) as identity unless empty; -E2BIG when the map is full. */
+static int add_identity(struct ns_idmap *m, uint32_t start, uint32_t count)
+{
+	if (count == 0)
+		return 0;
+	if (m->n == ARRAY_SIZE(m->e))
+		return -E2BIG;
+	add(m, start, start, count);
+	return 0;
+}
+
+int ns_idmap_build_mount(const struct ns_idmap *box, uint32_t caller_id, struct ns_idmap *ret)
+{
+	struct ns_idmap m = {0};
+	uint32_t agent;
+	if (!map_down(box, NS_AGENT_ID, &agent))
+		return -EINVAL;
+	add(&m, caller_id, agent, 1);
+	for (size_t i = 0; i < box->n; i++) {
+		uint64_t lo = box->e[i].outside, hi = lo + box->e[i].count;
+		if (caller_id >= lo && caller_id < hi)
+			return -EINVAL; /* the caller's own id inside the box: two meanings for one id */
+		bool has_agent = agent >= lo && agent < hi;
+		uint64_t cut = has_agent ? agent : hi;
+		int r = add_identity(&m, (uint32_t)lo, (uint32_t)(cut - lo));
+		if (r == 0 && has_agent)
+			r = add_identity(&m, agent + 1, (uint32_t)(hi - agent - 1));
+		if (r < 0)
+			return r;
+	}
+	*ret = m;
+	return 0;
+}
+
 bool ns_idmap_maps(const struct ns_idmap *m, uint32_t id)
 {
 	for (size_t i = 0; i < m->n; i++)

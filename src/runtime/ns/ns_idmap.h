@@ -46,6 +46,15 @@ struct ns_idmap {
 /* Builds the map for one id kind. sub may be NULL (no range). caller_is_root selects the
  * host-root policy, where sub must be set (root's range or the fixed one). */
 void ns_idmap_build(uint32_t caller_id, bool caller_is_root, const struct ns_subid_range *sub, struct ns_idmap *ret);
+/* The id map of an idmapped mount for a writable bind of a box started by host root
+ * (docs/architecture.md, "Identity mapping for host root"). Pure. From the box's map (inside
+ * -> outside): the agent's host id (the outside id of inside NS_AGENT_ID) <-> inside
+ * caller_id, and every other outside id of the box map as itself, split around the agent's.
+ * In mount-idmap terms "inside" is the id on disk and "outside" the id a process holds, so
+ * on disk the agent's writes belong to the caller, the caller's files are the agent's, and
+ * box root's writes keep its subordinate id. -EINVAL when the agent is unmapped or caller_id
+ * falls in the box's outside ranges, -E2BIG past the map's capacity. */
+int ns_idmap_build_mount(const struct ns_idmap *box, uint32_t caller_id, struct ns_idmap *ret);
 /* True if inside id `id` is mapped. */
 bool ns_idmap_maps(const struct ns_idmap *m, uint32_t id);
 /* Writes "inside outside count\n" lines. -ENOBUFS if buf is too small. */

@@ -163,6 +163,59 @@ static void test_matches(void **state)
 	assert_false(ns_idmap_matches(&m, "garbage"));
 }
 
+/* The inside id a mount idmap gives outside id `out` (what lands on disk), or -1. */
+static int64_t on_disk(const struct ns_idmap *m, uint32_t out)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (out >= m->e[i].outside && (uint64_t)out < (uint64_t)m->e[i].outside + m->e[i].count)
+			return m->e[i].inside + (out - m->e[i].outside);
+	return -1;
+}
+
+static void test_build_mount_root(void **state)
+{
+	(void)state;
+	struct ns_subid_range sub = {NS_HOST_ROOT_BASE, NS_MAP_SPAN};
+	struct ns_idmap box, m;
+	char buf[128];
+	ns_idmap_build(0, true, &sub, &box);
+	assert_int_equal(ns_idmap_build_mount(&box, 0, &m), 0);
+	assert_int_equal(ns_idmap_format(&m, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0 2000001000 1\n"
+				 "2000000000 2000000000 1000\n"
+				 "2000001001 2000001001 64535\n");
+	/* the agent's writes land as the caller, box root's as its subordinate id */
+	assert_int_equal(on_disk(&m, NS_HOST_ROOT_BASE + NS_AGENT_ID), 0);
+	assert_int_equal(on_disk(&m, NS_HOST_ROOT_BASE), NS_HOST_ROOT_BASE);
+	assert_int_equal(on_disk(&m, NS_HOST_ROOT_BASE + 65535), NS_HOST_ROOT_BASE + 65535);
+	assert_int_equal(on_disk(&m, 1000), -1);
+	/* every box id is mapped exactly once, no inside id twice */
+	for (uint32_t i = 0; i < NS_MAP_SPAN; i++)
+		assert_true(on_disk(&m, NS_HOST_ROOT_BASE + i) >= 0);
+	for (size_t i = 0; i < m.n; i++)
+		for (size_t j = i + 1; j < m.n; j++)
+			assert_true(m.e[i].inside + m.e[i].count <= m.e[j].inside || m.e[j].inside + m.e[j].count <= m.e[i].inside);
+	/* the agent at either end of a range: no empty extent */
+	struct ns_idmap edge = {.e = {{NS_AGENT_ID, 500000, 1}, {0, 400000, 1000}}, .n = 2};
+	assert_int_equal(ns_idmap_build_mount(&edge, 0, &m), 0);
+	assert_int_equal(ns_idmap_format(&m, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0 500000 1\n400000 400000 1000\n");
+}
+
+static void test_build_mount_refused(void **state)
+{
+	(void)state;
+	struct ns_idmap m;
+	struct ns_idmap no_agent = {.e = {{0, 400000, 1000}}, .n = 1};
+	assert_int_equal(ns_idmap_build_mount(&no_agent, 0, &m), -EINVAL);
+	/* the caller's id among the box's outside ids */
+	struct ns_idmap own = {.e = {{0, 0, 65536}}, .n = 1};
+	assert_int_equal(ns_idmap_build_mount(&own, 0, &m), -EINVAL);
+	/* four extents each split around the agent would need more room than the map has */
+	struct ns_idmap full = {.e = {{0, 100, 10}, {10, 200, 10}, {20, 300, 10}, {NS_AGENT_ID, 400, 10}}, .n = 4};
+	assert_int_equal(ns_idmap_build_mount(&full, 0, &m), -E2BIG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_overlaps),            cmocka_unit_test(test_build_user_with_range),
 		cmocka_unit_test(test_build_user_without_range), cmocka_unit_test(test_build_root),
 		cmocka_unit_test(test_format_overflow),     cmocka_unit_test(test_matches),
+		cmocka_unit_test(test_build_mount_root),    cmocka_unit_test(test_build_mount_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
