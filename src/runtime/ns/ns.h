@@ -95,6 +95,8 @@ struct ns_plan {
 	char shm_opts[64];
 	const struct box_bind *binds;
 	size_t n_binds;
+	int bind_trees[NS_MAX_BINDS]; /* per bind: a detached, idmapped tree made by the parent
+				       * (ns_idmount.h) to attach instead of a clone, or -1 */
 	const char *rootfs;       /* an image's tree as the root's lower layer, or NULL: host view */
 	const char *rootfs_upper; /* with rootfs: a host dir with upper/ and work/ for the overlay */
 	const char *ws_alias;     /* the project's host path: a symlink to /workspace, or NULL */

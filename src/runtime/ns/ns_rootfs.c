@@ -595,20 +595,32 @@ static int make_target(int pdir, const char *last, bool dir, const char *path, s
 	return 0;
 }
 
-/* Binds are recursive, always nosuid+nodev, read-only (the whole subtree) when asked. */
-static int one_bind(const struct box_bind *b, int fd, struct ns_report *rep)
+/* child: attaches a tree the parent cloned and idmapped (ns_idmount.h) at pdir/last. The
+ * tree is detached and reachable only through the fd we inherited; moving it into the box's
+ * mount namespace needs CAP_SYS_ADMIN there, which box root holds until confine(). */
+static int attach_tree(int tree, int pdir, const char *last, const struct box_bind *b, struct ns_report *rep)
+{
+	if (move_mount(tree, "", pdir, last, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return MFAIL(rep, "cannot bind %s at %s", b->host, b->box);
+	return 0;
+}
+
+/* Binds are recursive, always nosuid+nodev, read-only (the whole subtree) when asked; a
+ * writable bind of root's box arrives as a tree the parent made (tree >= 0, already nosuid,
+ * nodev and idmapped), whose type decides the target's. */
+static int one_bind(const struct box_bind *b, int fd, int tree, struct ns_report *rep)
 {
 	char last[NAME_MAX + 1];
 	struct stat st;
 	uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (b->readonly ? MOUNT_ATTR_RDONLY : 0);
-	if (fstat(fd, &st) < 0)
+	if (fstat(tree >= 0 ? tree : fd, &st) < 0)
 		return MFAIL(rep, "cannot inspect bind source %s", b->host);
 	int pdir = open_target_parent(b->box, last, sizeof(last), rep);
 	if (pdir < 0)
 		return -1;
 	int r = make_target(pdir, last, S_ISDIR(st.st_mode), b->box, rep);
 	if (r == 0)
-		r = bind_at(fd, "", pdir, last, attr, true, rep, b->host);
+		r = tree >= 0 ? attach_tree(tree, pdir, last, b, rep) : bind_at(fd, "", pdir, last, attr, true, rep, b->host);
 	close(pdir);
 	return r;
 }
@@ -616,7 +628,7 @@ static int one_bind(const struct box_bind *b, int fd, struct ns_report *rep)
 static int do_binds(const struct ns_plan *p, const int fds[], struct ns_report *rep)
 {
 	for (size_t i = 0; i < p->n_binds; i++)
-		if (one_bind(&p->binds[i], fds[i], rep) < 0)
+		if (one_bind(&p->binds[i], fds[i], p->bind_trees[i], rep) < 0)
 			return -1;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "runtime/ns/ns_confine.h"
 #include "runtime/ns/ns_etc.h"
 #include "runtime/ns/ns_idmap.h"
+#include "runtime/ns/ns_idmount.h"
 #include "runtime/ns/ns_landlock.h"
 #include "runtime/ns/ns_seccomp.h"
 #include "util/fdio.h"
@@ -41,6 +42,7 @@ struct start_ctx {
 	pid_t pid;
 	int pidfd;
 	int net_fd, proxy_fd;
+	size_t binds_plain;      /* writable binds of root's box the filesystem would not idmap */
 };
 
 /* Rewrites err as "<layer> layer: <what>; refusing to start: <what to do>". */
@@ -214,6 +216,18 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* Boxes of host root: each writable bind becomes a tree idmapped by the parent, so that the
+ * agent writes root's project as root on disk (ns_idmount.h). Other callers' agent already is
+ * the caller. Before spawn: the child finds the trees among the fds it inherits. */
+static int idmapped_binds(struct start_ctx *c, const struct box_config *cfg, pd_err *err)
+{
+	if (geteuid() != 0 || !c->maps.root_ok || cfg->n_binds == 0)
+		return 0;
+	if (ns_idmount_open(cfg->binds, cfg->n_binds, &c->maps, c->plan.bind_trees, &c->binds_plain, err) < 0)
+		return layer_error(err, NS_LAYER_MOUNT);
+	return 0;
+}
+
 /* The box's first process, in new user, mount, pid, ipc, uts and network namespaces (the
  * cgroup namespace comes after the supervisor moved it into the box cgroup). It waits for
  * the id maps before doing anything. */
@@ -260,6 +274,7 @@ static int spawn(struct start_ctx *c, pd_err *err)
 	close_fd(&c->cg_clone_fd);
 	for (size_t i = 0; i < ARRAY_SIZE(c->plan.cg_join_fds); i++)
 		close_fd(&c->plan.cg_join_fds[i]);
+	ns_idmount_close(c->plan.bind_trees, ARRAY_SIZE(c->plan.bind_trees));
 	return 0;
 }
 
@@ -363,12 +378,15 @@ static void ctx_free(struct start_ctx *c)
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		close_fd(fds[i]);
 	ns_etc_files_free(c->etc, NS_ETC_N_GENERATED);
+	ns_idmount_close(c->plan.bind_trees, ARRAY_SIZE(c->plan.bind_trees));
 }
 
 int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_handle *ret, pd_err *err)
 {
 	struct start_ctx c = {.ctl = {-1, -1}, .sync = {-1, -1}, .report = {-1, -1}, .pidfd = -1, .net_fd = -1, .proxy_fd = -1,
 			      .cg_clone_fd = -1, .plan.cg_join_fds = {-1, -1, -1, -1}};
+	for (size_t i = 0; i < ARRAY_SIZE(c.plan.bind_trees); i++)
+		c.plan.bind_trees[i] = -1;
 	int r = validate(cfg, err);
 	if (r == 0)
 		r = prepare(&c, cfg, init_fd, err);
@@ -378,6 +396,8 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	pd_debug("ns: cgroup made");
 	if (r == 0)
 		r = open_channels(&c, err);
+	if (r == 0)
+		r = idmapped_binds(&c, cfg, err);
 	if (r == 0)
 		r = spawn(&c, err);
 	pd_debug("ns: spawned");
