@@ -19,12 +19,17 @@
 #endif
 
 #define U32 UINT64_C(0xffffffff)
-#define ALWAYS(name, act, why) {name, 0, act, NS_SC_ALWAYS, 0, {{0, 0, 0}, {0, 0, 0}}, why}
+#define ALWAYS(name, act, why) {name, 0, act, NS_SC_ALWAYS, 0, {{0, 0, 0}, {0, 0, 0}}, why, 0}
 /* a syscall newer than the libseccomp the build has (Debian 12's 2.5.4 knows up to Linux 6.0):
  * by its x86-64 number, which the kernel never reuses */
-#define ALWAYS_NR(name, nr, act, why) {name, nr, act, NS_SC_ALWAYS, 0, {{0, 0, 0}, {0, 0, 0}}, why}
-#define ARG1(name, act, i, m, v, why) {name, 0, act, NS_SC_ARGS, 1, {{i, m, v}, {0, 0, 0}}, why}
-#define ARG2(name, act, i, m, v, j, n, w, why) {name, 0, act, NS_SC_ARGS, 2, {{i, m, v}, {j, n, w}}, why}
+#define ALWAYS_NR(name, nr, act, why) {name, nr, act, NS_SC_ALWAYS, 0, {{0, 0, 0}, {0, 0, 0}}, why, 0}
+#define ARG1(name, act, i, m, v, why) {name, 0, act, NS_SC_ARGS, 1, {{i, m, v}, {0, 0, 0}}, why, 0}
+#define ARG2(name, act, i, m, v, j, n, w, why) {name, 0, act, NS_SC_ARGS, 2, {{i, m, v}, {j, n, w}}, why, 0}
+/* Boxes with a writable bind: the mode argument `i` of syscall `name` (number nr, or 0: by
+ * name) may not carry set-id bits. One rule per bit: a masked comparison tests one value. */
+#define SETID(name, nr, i, why) \
+	{name, nr, NS_SC_EPERM, NS_SC_ARGS, 1, {{i, S_ISUID, S_ISUID}, {0, 0, 0}}, why, NS_SC_WRITABLE_BIND}, \
+	{name, nr, NS_SC_EPERM, NS_SC_ARGS, 1, {{i, S_ISGID, S_ISGID}, {0, 0, 0}}, why, NS_SC_WRITABLE_BIND}
 #define CLONE_NS(flag, why) ARG1("clone", NS_SC_EPERM, 0, flag, flag, why)
 
 static const struct ns_sc_rule rules[] = {
@@ -73,7 +78,7 @@ static const struct ns_sc_rule rules[] = {
 	ARG1("ioctl", NS_SC_EPERM, 1, U32, TIOCLINUX, "TIOCLINUX can paste the console selection as input"),
 	{"personality", 0, NS_SC_EPERM, NS_SC_PERSONALITY, 0, {{0, 0, 0}, {0, 0, 0}},
 	 "only PER_LINUX, PER_LINUX32, UNAME26 and the query: READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, "
-	 "MMAP_PAGE_ZERO... undo hardening"},
+	 "MMAP_PAGE_ZERO... undo hardening", 0},
 	/* sockets that reach below or beside the box's network namespace */
 	ARG1("socket", NS_SC_EPERM, 0, U32, AF_PACKET, "raw link-layer access"),
 	ARG2("socket", NS_SC_EPERM, 0, U32, AF_INET, 1, 0xf, SOCK_RAW, "raw IPv4: packet forging"),
@@ -99,6 +104,22 @@ static const struct ns_sc_rule rules[] = {
 	ALWAYS("name_to_handle_at", NS_SC_EPERM, "file handles can reach files outside the box's root (shocker)"),
 	ALWAYS("open_by_handle_at", NS_SC_EPERM, "file handles can reach files outside the box's root (shocker)"),
 	ALWAYS("uselib", NS_SC_EPERM, "obsolete a.out loader"),
+	/* Boxes with a writable bind: no setuid or setgid file. In a box of host root the agent
+	 * writes an idmapped bind as root on disk, and root's files there are the agent's, so a
+	 * set-id bit it set would give the host a setuid-root program; in any box a set-id file
+	 * planted in a host directory is a trap for whoever runs it there. Boxes without one keep
+	 * the bits (image builds: dpkg installs setuid programs into the box's own layer). */
+	SETID("chmod", 0, 1, "set-id bits on a file a writable bind may hold (see above)"),
+	SETID("fchmod", 0, 1, "set-id bits on a file a writable bind may hold"),
+	SETID("fchmodat", 0, 2, "set-id bits on a file a writable bind may hold"),
+	SETID("fchmodat2", 452, 2, "set-id bits on a file a writable bind may hold (Linux 6.6)"),
+	SETID("open", 0, 2, "a file created with set-id bits"),
+	SETID("openat", 0, 3, "a file created with set-id bits"),
+	SETID("creat", 0, 1, "a file created with set-id bits"),
+	SETID("mknod", 0, 1, "a regular file made with set-id bits"),
+	SETID("mknodat", 0, 2, "a regular file made with set-id bits"),
+	{"openat2", 0, NS_SC_ENOSYS, NS_SC_ALWAYS, 0, {{0, 0, 0}, {0, 0, 0}},
+	 "its mode is in memory seccomp cannot read; ENOSYS makes callers fall back to openat", NS_SC_WRITABLE_BIND},
 	/* allowed on purpose: ptrace, process_vm_readv/writev and kcmp only reach processes of the
 	 * box's own pid namespace, with the kernel's usual ptrace checks (and seccomp has been
 	 * re-checked after ptrace changes since Linux 4.8); debuggers and strace work. */
@@ -201,7 +222,7 @@ static int export(scmp_filter_ctx ctx, struct sock_fprog *ret, pd_err *err)
 	return 0;
 }
 
-int ns_seccomp_build(struct sock_fprog *ret, pd_err *err)
+int ns_seccomp_build(unsigned flags, struct sock_fprog *ret, pd_err *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = 0;
@@ -211,7 +232,8 @@ int ns_seccomp_build(struct sock_fprog *ret, pd_err *err)
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0)
 		r = pd_error_msg(err, EINVAL, "seccomp: cannot set the bad-architecture action");
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(rules); i++)
-		r = add_rule(ctx, &rules[i], err);
+		if ((rules[i].when & ~flags) == 0)
+			r = add_rule(ctx, &rules[i], err);
 	if (r == 0)
 		r = export(ctx, ret, err);
 	seccomp_release(ctx);

@@ -32,6 +32,10 @@ enum ns_sc_match {
 	NS_SC_PERSONALITY,     /* personality() outside the allowed set (expanded by code) */
 };
 
+/* What a box has that some rules are for (ns_sc_rule.when, the flags of a program). */
+#define NS_SC_WRITABLE_BIND 1u   /* a host directory or file bound writable (-v, --workspace rw) */
+#define NS_SC_N_PROGRAMS 2u      /* one program per combination of the flags above */
+
 struct ns_sc_rule {
 	const char *syscall;
 	int nr;                /* x86-64 number, for a syscall newer than libseccomp's table; 0: by name */
@@ -40,6 +44,7 @@ struct ns_sc_rule {
 	unsigned n_args;
 	struct ns_sc_arg args[2];
 	const char *reason;
+	unsigned when;         /* NS_SC_* flags the box must have for the rule to apply; 0: every box */
 };
 
 /* Pure: the rule table. */
@@ -55,11 +60,12 @@ size_t ns_seccomp_personality_rules(struct ns_sc_arg ret[NS_PERSONALITY_MAX_RULE
 /* Pure: would the expanded rules deny personality(arg)? (for tests) */
 bool ns_seccomp_personality_denied(uint64_t arg);
 
-/* The program the box loads: the table compiled at build time (gen-seccomp.c), so the
- * supervisor needs no libseccomp. Static; nothing to free. */
-void ns_seccomp_program(struct sock_fprog *ret);
+/* The program a box with these NS_SC_* flags loads: the table compiled at build time
+ * (gen-seccomp.c, one program per combination of flags), so the supervisor needs no
+ * libseccomp. Static; nothing to free. */
+void ns_seccomp_program(unsigned flags, struct sock_fprog *ret);
 
-/* Compiles the table into a BPF program with libseccomp (malloc'd filter; ns_seccomp_free).
- * Used by gen-seccomp.c and the tests, not at run time. */
-int ns_seccomp_build(struct sock_fprog *ret, pd_err *err);
+/* Compiles the rules that apply to a box with these flags into a BPF program with libseccomp
+ * (malloc'd filter; ns_seccomp_free). Used by gen-seccomp.c and the tests, not at run time. */
+int ns_seccomp_build(unsigned flags, struct sock_fprog *ret, pd_err *err);
 void ns_seccomp_free(struct sock_fprog *prog);

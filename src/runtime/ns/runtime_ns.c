@@ -128,7 +128,16 @@ static void plan_limits(struct ns_plan *p, const struct ns_limits *lim)
 	p->cap_last = read_cap_last();
 }
 
-static int plan_security(struct ns_plan *p, pd_err *err)
+/* The seccomp flags of a box: set-id bits are refused where a host directory is writable. */
+static unsigned seccomp_flags(const struct box_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_binds; i++)
+		if (!cfg->binds[i].readonly)
+			return NS_SC_WRITABLE_BIND;
+	return 0;
+}
+
+static int plan_security(struct ns_plan *p, const struct box_config *cfg, pd_err *err)
 {
 	p->landlock_abi = ns_landlock_abi();
 	if (p->landlock_abi < 1) {
@@ -137,7 +146,7 @@ static int plan_security(struct ns_plan *p, pd_err *err)
 	}
 	p->ll_handled_fs = ns_landlock_fs_handled(p->landlock_abi);
 	p->ll_scoped = ns_landlock_scoped(p->landlock_abi);
-	ns_seccomp_program(&p->seccomp);
+	ns_seccomp_program(seccomp_flags(cfg), &p->seccomp);
 	return 0;
 }
 
@@ -182,7 +191,7 @@ static int prepare(struct start_ctx *c, const struct box_config *cfg, int init_f
 	plan_env(p, cfg->name);
 	p->init_fd = init_fd;
 	p->trace_fd = pd_debug_enabled ? STDERR_FILENO : -1;
-	return plan_security(p, err);
+	return plan_security(p, cfg, err);
 }
 
 static int make_cgroup(struct start_ctx *c, const struct box_config *cfg, pd_err *err)

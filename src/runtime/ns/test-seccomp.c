@@ -8,7 +8,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -42,6 +45,7 @@ static void test_table(void **state)
 		}
 		assert_false(streq(r[i].syscall, "execveat") || streq(r[i].syscall, "execve"));
 		assert_false(streq(r[i].syscall, "ptrace"));
+		assert_true(r[i].when < NS_SC_N_PROGRAMS);
 	}
 }
 
@@ -71,6 +75,37 @@ static void test_mount_api_complete(void **state)
 		assert_int_equal(r->action, NS_SC_EPERM);
 	}
 	assert_int_equal(rule_for("open_tree_attr")->nr, 467);
+}
+
+/* Every call that sets a file's mode, or creates a file with one, refuses the set-id bits in
+ * boxes with a writable bind, one rule per bit on the mode argument; openat2 (its mode is in
+ * memory) is ENOSYS there. Boxes without one keep every bit (image builds). */
+static void test_setid_rules_complete(void **state)
+{
+	(void)state;
+	static const struct { const char *name; unsigned mode_arg; } all[] = {
+		{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"open", 2},
+		{"openat", 3}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2},
+	};
+	size_t n;
+	const struct ns_sc_rule *r = ns_seccomp_rules(&n);
+	for (size_t k = 0; k < ARRAY_SIZE(all); k++) {
+		unsigned bits = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (!streq(r[i].syscall, all[k].name))
+				continue;
+			assert_int_equal(r[i].when, NS_SC_WRITABLE_BIND);
+			assert_int_equal(r[i].action, NS_SC_EPERM);
+			assert_int_equal(r[i].n_args, 1);
+			assert_int_equal(r[i].args[0].index, all[k].mode_arg);
+			assert_int_equal(r[i].args[0].mask, r[i].args[0].value);
+			bits |= (unsigned)r[i].args[0].mask;
+		}
+		assert_int_equal(bits, S_ISUID | S_ISGID);
+	}
+	assert_int_equal(rule_for("fchmodat2")->nr, 452);
+	assert_int_equal(rule_for("openat2")->action, NS_SC_ENOSYS);
+	assert_int_equal(rule_for("openat2")->when, NS_SC_WRITABLE_BIND);
 }
 
 static bool intended(uint64_t v)
@@ -114,32 +149,42 @@ static void test_personality_expansion(void **state)
 static void test_build(void **state)
 {
 	(void)state;
-	struct sock_fprog prog = {0};
-	pd_err err = {0};
-	assert_int_equal(ns_seccomp_build(&prog, &err), 0);
-	assert_true(prog.len > 10 && prog.len < 4096);
-	assert_non_null(prog.filter);
-	/* the program compiled at build time is the table as it is now */
-	struct sock_fprog built;
-	ns_seccomp_program(&built);
-	assert_int_equal(built.len, prog.len);
-	assert_memory_equal(built.filter, prog.filter, prog.len * sizeof(struct sock_filter));
-	ns_seccomp_free(&prog);
-	assert_null(prog.filter);
+	unsigned last_len = 0;
+	for (unsigned f = 0; f < NS_SC_N_PROGRAMS; f++) {
+		struct sock_fprog prog = {0};
+		pd_err err = {0};
+		assert_int_equal(ns_seccomp_build(f, &prog, &err), 0);
+		assert_true(prog.len > 10 && prog.len < 4096);
+		assert_non_null(prog.filter);
+		/* each program compiled at build time is the table as it is now */
+		struct sock_fprog built;
+		ns_seccomp_program(f, &built);
+		assert_int_equal(built.len, prog.len);
+		assert_memory_equal(built.filter, prog.filter, prog.len * sizeof(struct sock_filter));
+		assert_true(prog.len > last_len); /* the writable-bind rules are there, and only there */
+		last_len = prog.len;
+		ns_seccomp_free(&prog);
+		assert_null(prog.filter);
+	}
 	ns_seccomp_free(NULL);
 }
 
 #define CHECK(n, cond) do { if (!(cond)) _exit(n); } while (0)
 #define DENIED(n, call, e) do { errno = 0; long _r = (call); CHECK(n, _r == -1 && errno == (e)); } while (0)
 
-static void load(void)
+static void load_flags(unsigned flags)
 {
 	struct sock_fprog prog;
 	/* the program paddock loads, compiled at build time */
-	ns_seccomp_program(&prog);
+	ns_seccomp_program(flags, &prog);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 		_exit(99);
+}
+
+static void load(void)
+{
+	load_flags(0);
 }
 
 /* Runs in a child with the filter loaded; exits with the number of the first failed check. */
@@ -210,6 +255,67 @@ static void test_behaviour(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+static char setid_dir[64];
+
+/* With a writable bind: no set-id bit by any route; other modes as before. */
+static _noreturn_ void behave_setid(void)
+{
+	char f[128], g[128];
+	snprintf(f, sizeof(f), "%s/f", setid_dir);
+	snprintf(g, sizeof(g), "%s/g", setid_dir);
+	load_flags(NS_SC_WRITABLE_BIND);
+	int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	CHECK(1, fd >= 0);
+	DENIED(2, chmod(f, 04755), EPERM);
+	DENIED(3, chmod(f, 02755), EPERM);
+	DENIED(4, fchmod(fd, 06755), EPERM);
+	DENIED(5, fchmodat(AT_FDCWD, f, 04755, 0), EPERM);
+	DENIED(6, syscall(452 /* fchmodat2 */, AT_FDCWD, f, 02755, 0), EPERM);
+	DENIED(7, syscall(SYS_chmod, f, (1UL << 40) | 04755), EPERM);
+	CHECK(8, chmod(f, 0755) == 0 && fchmod(fd, 01755) == 0);
+	DENIED(9, syscall(SYS_open, g, O_WRONLY | O_CREAT, 04755), EPERM);
+	DENIED(10, syscall(SYS_openat, AT_FDCWD, g, O_WRONLY | O_CREAT, 02755), EPERM);
+	DENIED(11, syscall(SYS_creat, g, 04755), EPERM);
+	DENIED(12, mknod(g, S_IFREG | 04755, 0), EPERM);
+	DENIED(13, mknodat(AT_FDCWD, g, S_IFREG | 02755, 0), EPERM);
+	struct open_how how = {.flags = O_WRONLY | O_CREAT, .mode = 04755};
+	DENIED(14, syscall(SYS_openat2, AT_FDCWD, g, &how, sizeof(how)), ENOSYS);
+	CHECK(15, access(g, F_OK) < 0);
+	int g_fd = open(g, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+	CHECK(16, g_fd >= 0 && open(f, O_RDONLY | O_CLOEXEC) >= 0);
+	struct stat st;
+	CHECK(17, stat(f, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) == 0);
+	_exit(0);
+}
+
+/* Without one (an image build installing setuid programs into its own layer): allowed. */
+static _noreturn_ void behave_setid_plain(void)
+{
+	char f[128];
+	snprintf(f, sizeof(f), "%s/p", setid_dir);
+	load();
+	int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 04755);
+	CHECK(1, fd >= 0);
+	CHECK(2, chmod(f, 06755) == 0 && fchmod(fd, 04755) == 0);
+	_exit(0);
+}
+
+static void test_setid_behaviour(void **state)
+{
+	(void)state;
+	snprintf(setid_dir, sizeof(setid_dir), "/tmp/pd-test-seccomp.XXXXXX");
+	assert_non_null(mkdtemp(setid_dir));
+	int st = run(behave_setid);
+	int st_plain = run(behave_setid_plain);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", setid_dir);
+	assert_int_equal(system(cmd), 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(WIFEXITED(st_plain));
+	assert_int_equal(WEXITSTATUS(st_plain), 0);
+}
+
 static _noreturn_ void x32_call(void)
 {
 	load();
@@ -262,6 +368,8 @@ int main(void)
 		cmocka_unit_test(test_personality_expansion),
 		cmocka_unit_test(test_build),
 		cmocka_unit_test(test_behaviour),
+		cmocka_unit_test(test_setid_rules_complete),
+		cmocka_unit_test(test_setid_behaviour),
 		cmocka_unit_test(test_other_archs_killed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
