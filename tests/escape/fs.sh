@@ -100,6 +100,25 @@ t_ro_bind_modify() {
 	esc_host_unchanged
 }
 
+# a writable bind is a host directory: no file the box makes there may be setuid or setgid
+# (in a box of host root the agent writes it as root on disk through the idmapped bind), by
+# chmod, fchmod(at/at2), or creating one with the bits (open, openat, creat, mknod, openat2);
+# through -v and --workspace rw, as agent and root
+t_setid_file_on_writable_bind() {
+	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
+	esc_begin
+	local d=$ESC_DIR/rwbind u
+	mkdir "$d" && chmod 0777 "$d"
+	for u in $ESC_USERS; do
+		mkdir "$d/v-$u" "$d/w-$u" && chmod 0777 "$d/v-$u" "$d/w-$u"
+		esc_blocked --user "$u" -v "$d:/mnt/rw" -- setid-bind "/mnt/rw/v-$u"
+		(cd "$d/w-$u" && esc_blocked --user "$u" --workspace rw -- setid-bind /workspace)
+		[ -e "$d/v-$u/pd-setid-chmod" ] || fail "the probe made no file in the bind as $u"
+	done
+	assert_eq "$(find "$d" -perm /6000)" "" "a set-id file reached the host"
+	esc_host_unchanged
+}
+
 t_proc1_root() {
 	esc_begin
 	esc_blocked_both -- proc1-root "$ESC_HOME_CANARY" "$ESC_TOKEN"

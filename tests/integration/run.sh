@@ -202,24 +202,43 @@ t_user_root_when_asked() {
 	# root inside holds no capabilities
 	assert_eq "$(pd_run --user root -- sh -c 'grep CapEff /proc/self/status')" "$(printf 'CapEff:\t0000000000000000')"
 }
-# the uid that files written by the agent get on the host: the caller's own uid, except for
-# host root, whose uid is never mapped into a box (docs/ns-backend.md): then the agent is
-# (root's subordinate range or 2000000000) + 1000
-pd_agent_host_uid() {
-	if [ "$(id -u)" != 0 ]; then id -u; return; fi
-	local base
-	base=$(awk -F: '$1=="root" && $3>=65536 {print $2; exit}' /etc/subuid 2>/dev/null)
-	echo $(( ${base:-2000000000} + 1000 ))
-}
+# files the agent writes into a writable bind belong to the caller on the host: an ordinary
+# user's agent is the user; host root's agent (a subordinate uid: host uid 0 is never mapped
+# into a box) writes through an idmapped bind that lands its files as root
 t_files_written_belong_to_the_caller() {
 	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
 	local d
+	d=$(mktemp -d) # the caller's, mode 0700: only the caller (and so the agent) may write it
+	echo old >"$d/existing"
+	pd_run -v "$d:/out" -- sh -c 'echo hi >/out/f && mkdir /out/sub && echo new >>/out/existing && stat -c %u:%g /out/existing'
+	assert_eq "$(stat -c %u:%g "$d/f")" "$(id -u):$(id -g)"
+	assert_eq "$(stat -c %u:%g "$d/sub")" "$(id -u):$(id -g)"
+	assert_eq "$(cat "$d/existing")" "$(printf 'old\nnew')"
+	# the caller's files are the agent's inside
+	assert_eq "$(pd_run -v "$d:/out" -- stat -c %u:%g /out/existing)" "1000:1000"
+	rm -rf "$d"
+}
+# --workspace rw: the same through the project's bind
+t_workspace_rw_writes_belong_to_the_caller() {
+	pd_only ns "--workspace rw binds the host directory; a vm guest gets the copy mode only"
+	local d
+	d=$(mktemp -d)
+	echo old >"$d/existing"
+	(cd "$d" && pd_run --workspace rw -- sh -c 'touch f && mkdir sub && touch sub/g && echo new >>existing')
+	assert_eq "$(stat -c %u:%g "$d/f" "$d/sub" "$d/sub/g" "$d/existing")" "$(printf '%s\n' "$(id -u):$(id -g)" "$(id -u):$(id -g)" "$(id -u):$(id -g)" "$(id -u):$(id -g)")"
+	assert_eq "$(cat "$d/existing")" "$(printf 'old\nnew')"
+	rm -rf "$d"
+}
+# root in the box is never host root, through an idmapped bind too
+t_box_root_writes_in_a_bind_are_not_host_roots() {
+	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
+	pd_root_available || return 0
+	local d
 	d=$(mktemp -d)
 	chmod 0777 "$d"
-	pd_run -v "$d:/out" -- sh -c 'echo hi >/out/f; mkdir /out/sub'
-	assert_eq "$(stat -c %u "$d/f")" "$(pd_agent_host_uid)"
-	assert_eq "$(stat -c %u "$d/sub")" "$(pd_agent_host_uid)"
-	[ "$(stat -c %u "$d/f")" != 0 ] || fail "a box wrote a file as host root"
+	pd_run --user root -v "$d:/out" -- sh -c 'echo hi >/out/r'
+	[ "$(stat -c %u "$d/r")" != 0 ] || fail "root in the box wrote a file as host root"
+	[ "$(stat -c %u "$d/r")" != "$(id -u)" ] || fail "root in the box wrote a file as the caller"
 	rm -rf "$d"
 }
 t_readonly_volume_is_readonly() {

@@ -22,6 +22,7 @@
 #include <linux/bpf.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
+#include <linux/openat2.h>
 #include <linux/perf_event.h>
 #include <linux/userfaultfd.h>
 #include <netinet/in.h>
@@ -524,6 +525,77 @@ static int c_ro_bind(int argc, char **argv)
 	must_fail(rc, errno_or(rc), ok, "rename %s", f);
 	rc = unlink(f);
 	must_fail(rc, errno_or(rc), ok, "unlink %s", f);
+	return g_verdict;
+}
+
+/* A new file under DIR made with set-id bits by one route; an escape if the call succeeded or
+ * the file has either bit. */
+static void try_setid_create(const char *dir, const char *how, long (*make)(const char *path))
+{
+	char p[4096];
+	struct stat st;
+	long rc;
+
+	snprintf(p, sizeof(p), "%s/pd-setid-%s", dir, how);
+	rc = make(p);
+	must_fail(rc, errno_or(rc), DENIED, "%s %s with mode 04755/02755", how, p);
+	if (rc >= 0 && rc != 0x7fffffff)
+		close((int)rc);
+	if (stat(p, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+		report(ESCAPED, "%s has mode %o", p, (unsigned)st.st_mode & 07777);
+}
+
+static long mk_open(const char *p) { return open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 04755); }
+static long mk_openat(const char *p) { return syscall(SYS_openat, AT_FDCWD, p, O_WRONLY | O_CREAT | O_CLOEXEC, 02755); }
+static long mk_creat(const char *p) { return syscall(SYS_creat, p, 04755); }
+static long mk_mknod(const char *p) { return mknod(p, S_IFREG | 04755, 0) == 0 ? 0x7fffffff : -1; }
+static long mk_mknodat(const char *p) { return mknodat(AT_FDCWD, p, S_IFREG | 02755, 0) == 0 ? 0x7fffffff : -1; }
+static long mk_openat2(const char *p)
+{
+	struct open_how how = { .flags = O_WRONLY | O_CREAT | O_CLOEXEC, .mode = 04755 };
+	return syscall(SYS_openat2, AT_FDCWD, p, &how, sizeof(how));
+}
+
+/* setid-bind DIR: on a writable bind (a host directory), no file gets a setuid or setgid bit:
+ * chmod/fchmod/fchmodat/fchmodat2 of DIR's own file, and creating one with the bits by open,
+ * openat, creat, mknod, mknodat, openat2. The file made for the chmods is left for the test
+ * to inspect on the host. */
+static int c_setid_bind(int argc, char **argv)
+{
+	static const struct { const char *how; long (*make)(const char *); } makers[] = {
+		{ "open", mk_open }, { "openat", mk_openat }, { "creat", mk_creat },
+		{ "mknod", mk_mknod }, { "mknodat", mk_mknodat }, { "openat2", mk_openat2 },
+	};
+	char f[4096];
+	struct stat st;
+	long rc;
+	int fd;
+
+	if (argc < 1)
+		return PROBE_ERROR;
+	snprintf(f, sizeof(f), "%s/pd-setid-chmod", argv[0]);
+	fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+	if (fd < 0) {
+		report(PROBE_ERROR, "cannot create %s: %s (the test must bind a writable dir)", f, strerror(errno));
+		return g_verdict;
+	}
+	rc = chmod(f, 04755);
+	must_fail(rc, errno_or(rc), DENIED, "chmod u+s %s", f);
+	rc = chmod(f, 02755);
+	must_fail(rc, errno_or(rc), DENIED, "chmod g+s %s", f);
+	rc = fchmod(fd, 06755);
+	must_fail(rc, errno_or(rc), DENIED, "fchmod 06755 %s", f);
+	rc = fchmodat(AT_FDCWD, f, 04755, 0);
+	must_fail(rc, errno_or(rc), DENIED, "fchmodat 04755 %s", f);
+	rc = syscall(452 /* fchmodat2 */, AT_FDCWD, f, 02755, 0);
+	must_fail(rc, errno_or(rc), DENIED, "fchmodat2 02755 %s", f);
+	rc = syscall(SYS_chmod, f, (1UL << 40) | 04755);
+	must_fail(rc, errno_or(rc), DENIED, "chmod (1<<40)|04755 %s", f);
+	close(fd);
+	if (stat(f, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+		report(ESCAPED, "%s has mode %o", f, (unsigned)st.st_mode & 07777);
+	for (size_t i = 0; i < ARRAY_SIZE(makers); i++)
+		try_setid_create(argv[0], makers[i].how, makers[i].make);
 	return g_verdict;
 }
 
@@ -2549,6 +2621,7 @@ static const struct check checks[] = {
 	{ "read-host-file", c_read_host_file, "PATH [TOKEN]", "read a host file (canary, /etc/shadow)" },
 	{ "write-outside", c_write_outside, "PATH", "create/open-for-write a file the box must not write" },
 	{ "ro-bind", c_ro_bind, "DIR", "modify DIR/canary on a read-only bind (write, chown, chmod, rename...)" },
+	{ "setid-bind", c_setid_bind, "DIR", "a setuid/setgid file on a writable bind (chmod, open, mknod...)" },
 	{ "proc1-root", c_proc1_root, "HOSTPATH TOKEN", "reach a host file via /proc/PID/root and cwd" },
 	{ "proc-ppid", c_proc_ppid, "TOKEN [HOSTPATH FILETOKEN]", "host env/files via the parent chain in /proc" },
 	{ "env-leak", c_env_leak, "TOKEN", "a host env var value in the box's environment" },
