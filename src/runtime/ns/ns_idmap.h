@@ -8,7 +8,8 @@
  *  - ordinary caller without a range: only 1000 -> caller, written by us with setgroups
  *    "deny"; inside root does not exist (PADDOCK_ROOT_OK=0);
  *  - host root: inside 0..65535 -> root's first /etc/subuid range, else the fixed range
- *    NS_HOST_ROOT_BASE..+65535. Host uid 0 is never mapped into a box. */
+ *    NS_HOST_ROOT_BASE..+65535. Host uid 0 is never mapped into a box; its writable binds
+ *    are idmapped mounts instead (ns_idmap_build_mount, ns_idmount.h). */
 #pragma once
 
 #include "util/error.h"
