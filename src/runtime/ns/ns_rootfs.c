@@ -602,6 +602,7 @@ static int attach_tree(int tree, int pdir, const char *last, const struct box_bi
 {
 	if (move_mount(tree, "", pdir, last, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return MFAIL(rep, "cannot bind %s at %s", b->host, b->box);
+	close(tree);
 	return 0;
 }
 

@@ -356,6 +356,8 @@ static void test_binds(void **state)
 	expect(&h, "cat /data/ro/hello", "hello\n");
 	expect(&h, "write /data/ro/x", "errno 30\n");
 	expect_has(&h, "cat /proc/self/mountinfo", " /data/ro ro,nosuid,nodev");
+	if (geteuid() == 0) /* host root's writable bind is the parent's idmapped tree */
+		expect_has(&h, "cat /proc/self/mountinfo", ",idmapped - ");
 	expect(&h, root_ok ? "agent-sh echo made > /workspace/rw/new" : "sh echo made > /workspace/rw/new", "exit 0\n");
 	_cleanup_free_ char *made = xasprintf("%s/new", rw);
 	struct stat st;
