@@ -73,6 +73,9 @@ struct box_handle {
 	bool ws_alias_made; /* cfg->ws_alias was handled (made, or found impossible) by the backend */
 	bool has_ws_fd;     /* cfg->ws_direct: ws_fd is the box's /workspace (O_CLOEXEC) */
 	int ws_fd;
+	/* ns, host root: writable binds left plain (not idmapped), where the box writes as its own
+	 * subordinate uids instead of as root (docs/architecture.md) */
+	unsigned binds_plain;
 	void *priv;        /* backend state (cgroup paths, ...) */
 };
 

@@ -151,6 +151,11 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 		fprintf(stderr, "paddock: %s\n", vm_box_accel_reason(&b->h));
 	else if (rt == &runtime_vm)
 		pd_debug("box %s: accelerator %s", spec->name, vm_box_accel_reason(&b->h));
+	if (b->h.binds_plain)
+		fprintf(stderr, "paddock: note: %u writable bind%s not idmapped (its filesystem refuses it, or a "
+			"world-writable sticky directory): the box's files there belong to its own subordinate uids, "
+			"not to root (PADDOCK_DEBUG=1 names %s)\n", b->h.binds_plain, b->h.binds_plain > 1 ? "s are" : " is",
+			b->h.binds_plain > 1 ? "them" : "it");
 	/* the network thread comes up while paddock-init starts; a box whose network cannot be
 	 * built does not run (fail closed) */
 	struct sup_net *net = NULL;

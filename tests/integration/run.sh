@@ -229,6 +229,20 @@ t_workspace_rw_writes_belong_to_the_caller() {
 	assert_eq "$(cat "$d/existing")" "$(printf 'old\nnew')"
 	rm -rf "$d"
 }
+# host root's bind of a shared scratch directory (/tmp-like: world-writable, sticky) is not
+# idmapped: root-owned files and symlinks planted there would defeat the host's
+# protected_symlinks; the run says so
+t_sticky_scratch_dir_bind_is_not_idmapped() {
+	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
+	[ "$(id -u)" = 0 ] || return 0
+	local d out
+	d=$(mktemp -d)
+	chmod 1777 "$d"
+	out=$(pd_run -v "$d:/s" -- sh -c 'echo hi >/s/f' 2>&1)
+	assert_contains "$out" "1 writable bind is not idmapped"
+	[ "$(stat -c %u "$d/f")" != 0 ] || fail "a box wrote a file as host root into a sticky shared directory"
+	rm -rf "$d"
+}
 # root in the box is never host root, through an idmapped bind too
 t_box_root_writes_in_a_bind_are_not_host_roots() {
 	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"

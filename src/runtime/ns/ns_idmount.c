@@ -91,25 +91,37 @@ static bool idmap_refused(int e)
 	return e == EINVAL || e == EPERM || e == ENOSYS || e == EOPNOTSUPP;
 }
 
+/* The bind stays the child's plain bind; said once per bind. */
+static int plain(const struct box_bind *b, const char *why)
+{
+	pd_debug("ns: %s is not idmapped (%s); bound plainly: the box writes there as its own uids", b->host, why);
+	return 1;
+}
+
 /* One writable bind: its host path opened as the child opens it (O_PATH|O_NOFOLLOW, not a
  * symlink, not a device), cloned recursively into a detached tree and idmapped. Safe: the
  * clone is a new mount tree that belongs to no namespace and is reachable only through the
  * returned fd; it only gains restrictions (nosuid, nodev) and an id map under which nothing
- * in the box acts as host root (box root stays its subordinate uid). -ENODEV: skip it (the
- * child opens the path itself and refuses it with the usual message). */
+ * in the box acts as host root (box root stays its subordinate uid). Returns 0 (*ret_fd set,
+ * or left -1 for a source the child will refuse with the usual message), 1 when the bind
+ * stays plain, or a negative errno. */
 static int one_tree(const struct box_bind *b, int userns_fd, int *ret_fd, pd_err *err)
 {
 	struct stat st;
 	_cleanup_close_ int src = open(b->host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (src < 0 || fstat(src, &st) < 0 || S_ISLNK(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-		return -ENODEV;
+		return 0;
+	/* a shared scratch directory (/tmp, /var/tmp): files and symlinks the box made there as
+	 * root would defeat protected_symlinks/protected_regular for the host's root processes */
+	if (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && (st.st_mode & S_IWOTH))
+		return plain(b, "a world-writable sticky directory");
 	_cleanup_close_ int t = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
 	if (t < 0)
-		return idmap_refused(errno) ? -errno : pd_error(err, errno, "cannot clone the mount of %s", b->host);
+		return idmap_refused(errno) ? plain(b, strerror(errno)) : pd_error(err, errno, "cannot clone the mount of %s", b->host);
 	struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
 				.userns_fd = (uint64_t)userns_fd};
 	if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0)
-		return idmap_refused(errno) ? -errno : pd_error(err, errno, "cannot idmap the bind of %s", b->host);
+		return idmap_refused(errno) ? plain(b, strerror(errno)) : pd_error(err, errno, "cannot idmap the bind of %s", b->host);
 	*ret_fd = TAKE_FD(t);
 	return 0;
 }
@@ -127,7 +139,7 @@ int ns_idmount_open(const struct box_bind *binds, size_t n, const struct ns_idma
 		    size_t *ret_plain, pd_err *err)
 {
 	_cleanup_close_ int userns_fd = -1;
-	size_t plain = 0;
+	size_t n_plain = 0;
 	int r = 0;
 	for (size_t i = 0; i < n; i++)
 		ret_fds[i] = -1;
@@ -137,12 +149,8 @@ int ns_idmount_open(const struct box_bind *binds, size_t n, const struct ns_idma
 		if (userns_fd < 0 && (r = mount_userns(box, &userns_fd, err)) < 0)
 			break;
 		r = one_tree(&binds[i], userns_fd, &ret_fds[i], err);
-		if (r == -ENODEV) {
-			r = 0;
-		} else if (r < 0 && idmap_refused(-r)) {
-			pd_debug("ns: %s cannot be idmapped (%s); bound plainly: the box writes there as its own uids",
-				 binds[i].host, strerror(-r));
-			plain++;
+		if (r > 0) {
+			n_plain++;
 			r = 0;
 		}
 	}
@@ -150,6 +158,6 @@ int ns_idmount_open(const struct box_bind *binds, size_t n, const struct ns_idma
 		ns_idmount_close(ret_fds, n);
 		return r;
 	}
-	*ret_plain = plain;
+	*ret_plain = n_plain;
 	return 0;
 }

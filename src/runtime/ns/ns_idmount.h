@@ -13,9 +13,10 @@
 
 /* For each of binds[0..n): ret_fds[i] is the fd of a detached, idmapped, nosuid+nodev clone
  * of the host path (O_CLOEXEC), or -1 for a read-only bind, a source the parent cannot open
- * as a plain directory or file (the child refuses it as before), or a filesystem/kernel that
- * refuses idmapped mounts (EINVAL, EPERM, ENOSYS, EOPNOTSUPP: the child binds it plainly;
- * *ret_plain counts those). The maps are the box's (ns_idmaps_for_caller of host root).
+ * as a plain directory or file (the child refuses it as before), a world-writable sticky
+ * directory (/tmp: root-owned files and symlinks planted there would defeat the host's
+ * protected_symlinks) or a filesystem/kernel that refuses idmapped mounts (EINVAL, EPERM,
+ * ENOSYS, EOPNOTSUPP). The child binds those plainly; *ret_plain counts the last two kinds. The maps are the box's (ns_idmaps_for_caller of host root).
  * On error every fd is closed and set to -1, and no helper process is left. */
 int ns_idmount_open(const struct box_bind *binds, size_t n, const struct ns_idmaps *box, int ret_fds[],
 		    size_t *ret_plain, pd_err *err);

@@ -436,7 +436,8 @@ int ns_start_with_init(const struct box_config *cfg, int init_fd, struct box_han
 	*ret = (struct box_handle){.pid = c.pid, .ctl_fd = TAKE_FD(c.ctl[0]), .pidfd = TAKE_FD(c.pidfd),
 				   .net_fd = TAKE_FD(c.net_fd), .has_proxy_fd = has_proxy,
 				   .proxy_fd = TAKE_FD(c.proxy_fd), .ws_alias_made = cfg->ws_alias != NULL,
-				   .has_ws_fd = ws_fd >= 0, .ws_fd = ws_fd, .priv = b};
+				   .has_ws_fd = ws_fd >= 0, .ws_fd = ws_fd, .binds_plain = (unsigned)c.binds_plain,
+				   .priv = b};
 	ctx_free(&c);
 	pd_debug("ns: box %s is pid %d (root %s)", cfg->name, (int)ret->pid, c.plan.root_ok ? "mapped" : "absent");
 	return 0;
