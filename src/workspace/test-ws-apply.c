@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "util/fdio.h"
@@ -579,6 +580,42 @@ static void test_apply_crash_rerun(void **state)
 	assert_int_not_equal(system(marked), 0); /* and no mark */
 }
 
+/* 700 changed files, applied in batches as large as the fd limit allows: all applied, under
+ * the process's own limit and under one too low for even a batch of 128, and the soft limit
+ * is what it was afterwards (in a child: the test lowers the hard limit) */
+static void apply_many_under_limit(struct fx *f, rlim_t limit)
+{
+	for (int i = 0; i < 700; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "many/d%d/f%03d", i % 7, i);
+		tl_write(f->host, name, "original\n", 0644);
+	}
+	copy_in(f);
+	sh("for i in $(seq 0 699); do echo changed $i > '%s/many/d'$((i %% 7))/f$(printf %%03d $i); done", f->boxdir);
+	copy_out(f);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit lim = {limit, limit}, after;
+		if (limit && setrlimit(RLIMIT_NOFILE, &lim) < 0)
+			_exit(2);
+		struct rlimit before;
+		getrlimit(RLIMIT_NOFILE, &before);
+		struct ws_apply_opts o = {.no_sync = true};
+		if (apply(f, &o) < 0 || f->rep.count[WS_APPLIED] != 700 || f->rep.count[WS_FAILED] != 0)
+			_exit(3);
+		getrlimit(RLIMIT_NOFILE, &after);
+		_exit(after.rlim_cur == before.rlim_cur ? 0 : 4);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_host_is_box(f);
+}
+
+static void test_apply_many_files(void **state) { apply_many_under_limit(*state, 0); }
+static void test_apply_many_files_low_fd_limit(void **state) { apply_many_under_limit(*state, 300); }
+
 /* With a journal and no mark (no apply of this tree was interrupted) the tree is not walked:
  * a temp-named file of someone else's is left alone; without a journal every apply walks. */
 static void test_apply_journal_skips_walk(void **state)
@@ -627,6 +664,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_apply_normal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_nested_trees_exclude_each_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_journal_skips_walk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_many_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_many_files_low_fd_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_mode_change_hardlinked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_dry_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_idempotent, setup, teardown),
