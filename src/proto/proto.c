@@ -10,6 +10,7 @@ static const char *const type_names[PROTO_TYPE_MAX] = {
 	[PROTO_STDERR] = "stderr",   [PROTO_EOF] = "eof",       [PROTO_RESIZE] = "resize",
 	[PROTO_SIGNAL] = "signal",   [PROTO_EXIT] = "exit",     [PROTO_STOP] = "stop",
 	[PROTO_ERROR] = "error",     [PROTO_INFO] = "info",     [PROTO_ACK] = "ack",
+	[PROTO_WINDOW] = "window",
 };
 
 const char *proto_type_name(uint16_t type)
@@ -100,7 +101,8 @@ int proto_decode_resize(const struct proto_frame *f, uint16_t *ret_rows, uint16_
 int proto_check_input(const struct proto_frame *f)
 {
 	uint16_t rows, cols;
-	uint32_t sig;
+	uint32_t sig, n;
+	uint8_t fd;
 	switch (f->hdr.type) {
 	case PROTO_STDIN:
 		return 0;
@@ -110,6 +112,8 @@ int proto_check_input(const struct proto_frame *f)
 		return proto_decode_resize(f, &rows, &cols);
 	case PROTO_SIGNAL:
 		return proto_decode_u32(f, &sig) == 0 && sig > 0 && sig < PROTO_MAX_SIGNAL ? 0 : -EBADMSG;
+	case PROTO_WINDOW:
+		return proto_decode_window(f, &fd, &n) == 0 && fd != 0 ? 0 : -EBADMSG;
 	default:
 		return -EBADMSG;
 	}
@@ -391,6 +395,87 @@ int proto_conn_flush(struct proto_conn *c)
 	}
 	c->out_off = c->out_len = 0;
 	return 0;
+}
+
+int proto_decode_window(const struct proto_frame *f, uint8_t *ret_fd, uint32_t *ret_n)
+{
+	if (f->hdr.type != PROTO_WINDOW || f->hdr.len != 5 || f->payload[0] > 2)
+		return -EBADMSG;
+	uint32_t n = proto_get_u32(f->payload + 1);
+	if (n == 0 || n > PROTO_WINDOW_MAX)
+		return -EBADMSG;
+	*ret_fd = f->payload[0];
+	*ret_n = n;
+	return 0;
+}
+
+void proto_send_window(struct proto_conn *c, uint32_t stream, uint8_t fd, uint32_t n)
+{
+	uint8_t p[5] = {fd};
+	proto_put_u32(p + 1, n);
+	proto_conn_send(c, PROTO_WINDOW, 0, stream, p, sizeof(p));
+}
+
+int proto_credit_grant(uint32_t *credit, uint32_t n)
+{
+	if (n > PROTO_WINDOW_MAX - *credit) /* *credit <= PROTO_WINDOW_MAX always */
+		return -EBADMSG;
+	*credit += n;
+	return 0;
+}
+
+int proto_credit_take(uint32_t *credit, uint32_t n)
+{
+	if (n > *credit)
+		return -EBADMSG;
+	*credit -= n;
+	return 0;
+}
+
+void proto_flow_start(struct proto_flow *fl, struct proto_conn *c, uint32_t stream, bool on)
+{
+	*fl = (struct proto_flow){.on = on};
+	for (int i = 0; on && i < 2; i++) {
+		fl->out_credit[i] = PROTO_FLOW_WINDOW;
+		proto_send_window(c, stream, (uint8_t)(i + 1), PROTO_FLOW_WINDOW);
+	}
+}
+
+size_t proto_flow_stdin_room(const struct proto_flow *fl, size_t want)
+{
+	return !fl->on || want < fl->in_credit ? want : fl->in_credit;
+}
+
+void proto_flow_stdin_sent(struct proto_flow *fl, size_t n)
+{
+	if (fl->on)
+		fl->in_credit -= (uint32_t)n; /* n <= proto_flow_stdin_room() */
+}
+
+int proto_flow_recv(struct proto_flow *fl, const struct proto_frame *f)
+{
+	uint8_t fd;
+	uint32_t n;
+	if (!fl->on)
+		return f->hdr.type == PROTO_WINDOW ? -EBADMSG : 0;
+	if (f->hdr.type == PROTO_WINDOW)
+		return proto_decode_window(f, &fd, &n) < 0 || fd != 0 || proto_credit_grant(&fl->in_credit, n) < 0
+			       ? -EBADMSG : 1;
+	if (f->hdr.type == PROTO_STDOUT || f->hdr.type == PROTO_STDERR)
+		return proto_credit_take(&fl->out_credit[f->hdr.type == PROTO_STDERR], f->hdr.len);
+	return 0;
+}
+
+void proto_flow_delivered(struct proto_flow *fl, struct proto_conn *c, uint32_t stream, int i, uint32_t n)
+{
+	if (!fl->on)
+		return;
+	fl->owed[i] += n; /* <= PROTO_FLOW_WINDOW: only what the box was allowed */
+	if (fl->owed[i] < PROTO_FLOW_WINDOW / 4)
+		return;
+	fl->out_credit[i] += fl->owed[i];
+	proto_send_window(c, stream, (uint8_t)(i + 1), fl->owed[i]);
+	fl->owed[i] = 0;
 }
 
 int proto_send(int fd, uint16_t type, uint16_t flags, uint32_t stream, const void *payload, uint32_t len)

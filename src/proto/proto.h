@@ -15,9 +15,11 @@
 #define PROTO_MAGIC 0x4b434450u /* "PDCK" */
 #define PROTO_VERSION_MAJOR 1
 /* 1: an EOF(1|2) sent towards the box says the reader of that output went away (minor 0
- * peers end the box on it: a sender checks the peer's minor first) */
+ * peers end the box on it: a sender checks the peer's minor first)
+ * 2: per-stream credit (WINDOW), used on a connection only when both ends announce it */
 #define PROTO_VERSION_MINOR 1
 #define PROTO_MINOR_OUTPUT_GONE 1
+#define PROTO_MINOR_WINDOW 2
 #define PROTO_HDR_SIZE 12u
 #define PROTO_MAX_PAYLOAD (256u * 1024u)
 #define PROTO_MAX_ARGS 4096u
@@ -41,6 +43,8 @@ enum proto_type {
 	PROTO_ERROR,    /* TLV: ERRNO (i32), MESSAGE (string); ends the stream it names */
 	PROTO_INFO,     /* stream 0: request/answer box information (TLV, key=value strings) */
 	PROTO_ACK,      /* generic success answer for stream-0 requests */
+	PROTO_WINDOW,   /* u8 fd, u32 n: the receiver of that stream's data takes n more bytes of it
+			 * (minor 2; see "Flow control" below) */
 	PROTO_TYPE_MAX,
 };
 
@@ -107,7 +111,8 @@ int proto_decode_resize(const struct proto_frame *f, uint16_t *ret_rows, uint16_
 /* Linux's signals are 1..64 (_NSIG 65) */
 #define PROTO_MAX_SIGNAL 65u
 /* A session's input frame as paddock-init accepts it: STDIN (any bytes), EOF (one byte,
- * 0..2), RESIZE (rows, cols), SIGNAL (1..64). 0 or -EBADMSG. The supervisor checks a
+ * 0..2), RESIZE (rows, cols), SIGNAL (1..64), WINDOW (for stdout or stderr; only on a
+ * connection that uses windows, which the caller checks). 0 or -EBADMSG. The supervisor checks a
  * client's frames with it before it passes them on: paddock-init ends the box on a bad one. */
 int proto_check_input(const struct proto_frame *f);
 
@@ -162,6 +167,47 @@ void proto_conn_send(struct proto_conn *c, uint16_t type, uint16_t flags, uint32
 /* Writes queued bytes: 0 when all written, -EAGAIN when some remain, -errno on error. */
 int proto_conn_flush(struct proto_conn *c);
 static inline size_t proto_conn_pending(const struct proto_conn *c) { return c->out_len - c->out_off; }
+
+/* Flow control (both ends of a connection announced PROTO_MINOR_WINDOW). Each of a session's
+ * STDIN, STDOUT and STDERR has a credit: the bytes its sender may still send, 0 when the
+ * session starts. The receiver adds to it with WINDOW frames as it delivers what it got to
+ * where the bytes go (the session's stdin pipe, the user's terminal or file), so one stream
+ * whose destination stops taking bytes stops only that stream's sender, never the connection.
+ * Data beyond the credit, a grant that takes a credit past PROTO_WINDOW_MAX, or a WINDOW
+ * for a direction the peer does not receive is a protocol error. The supervisor relays
+ * grants: a client's for its output go to paddock-init, paddock-init's for stdin go to the
+ * client. */
+#define PROTO_WINDOW_MAX (16u << 20)
+/* n bytes (1..PROTO_WINDOW_MAX) for stream fd (0..2). 0 or -EBADMSG. */
+int proto_decode_window(const struct proto_frame *f, uint8_t *ret_fd, uint32_t *ret_n);
+void proto_send_window(struct proto_conn *c, uint32_t stream, uint8_t fd, uint32_t n);
+/* A grant of n to *credit: -EBADMSG (and no change) when the credit would pass
+ * PROTO_WINDOW_MAX. Data of n bytes against *credit: -EBADMSG (no change) beyond it. */
+int proto_credit_grant(uint32_t *credit, uint32_t n);
+int proto_credit_take(uint32_t *credit, uint32_t n);
+
+/* The requester's end of one session's flow (the CLI; the supervisor's own runs in a box):
+ * the stdin it may send, and the output it was allowed and has delivered. */
+struct proto_flow {
+	bool on;                /* the connection uses windows; else every call here is a no-op */
+	uint32_t in_credit;     /* stdin bytes the box takes now */
+	uint32_t out_credit[2]; /* stdout, stderr bytes the box may still send */
+	uint32_t owed[2];       /* delivered output not granted again yet */
+};
+/* Output of one session a requester lets be on its way (each of stdout and stderr). */
+#define PROTO_FLOW_WINDOW (256u << 10)
+/* Right after the EXEC: grants the session's stdout and stderr PROTO_FLOW_WINDOW each. */
+void proto_flow_start(struct proto_flow *fl, struct proto_conn *c, uint32_t stream, bool on);
+/* How many of want stdin bytes may go now (want when off), and their sending. */
+size_t proto_flow_stdin_room(const struct proto_flow *fl, size_t want);
+void proto_flow_stdin_sent(struct proto_flow *fl, size_t n);
+/* A frame of the session: 1 for a WINDOW (its grant taken), 0 for any other (STDOUT and
+ * STDERR taken against their credit), -EBADMSG for a WINDOW that is not for stdin, or output
+ * beyond its credit. */
+int proto_flow_recv(struct proto_flow *fl, const struct proto_frame *f);
+/* n bytes of output i (0 stdout, 1 stderr) delivered, or dropped: they are granted again
+ * (by the quarter window, so small writes do not each cost a frame). */
+void proto_flow_delivered(struct proto_flow *fl, struct proto_conn *c, uint32_t stream, int i, uint32_t n);
 
 /* Blocking helpers for simple request/answer exchanges. */
 int proto_send(int fd, uint16_t type, uint16_t flags, uint32_t stream, const void *payload, uint32_t len);

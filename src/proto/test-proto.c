@@ -158,8 +158,141 @@ static void test_check_input(void **state)
 		proto_put_u32(p, good[i]);
 		assert_int_equal(proto_check_input(&f), 0);
 	}
+	/* a grant for the session's output; stdin's is paddock-init's to give */
+	f.hdr.type = PROTO_WINDOW, f.hdr.len = 5;
+	p[0] = 1, proto_put_u32(p + 1, 4096);
+	assert_int_equal(proto_check_input(&f), 0);
+	p[0] = 0;
+	assert_int_equal(proto_check_input(&f), -EBADMSG);
 	f.hdr.type = PROTO_EXEC;
 	assert_int_equal(proto_check_input(&f), -EBADMSG);
+}
+
+static int window(uint32_t len, uint8_t fd, uint32_t n, uint8_t *ret_fd, uint32_t *ret_n)
+{
+	uint8_t p[8] = {fd};
+	proto_put_u32(p + 1, n);
+	struct proto_frame f = {.hdr = {.type = PROTO_WINDOW, .len = len}, .payload = p};
+	return proto_decode_window(&f, ret_fd, ret_n);
+}
+
+static void test_window_decode(void **state)
+{
+	(void)state;
+	uint8_t fd = 9;
+	uint32_t n = 7;
+	assert_int_equal(window(5, 2, 65536, &fd, &n), 0);
+	assert_int_equal(fd, 2);
+	assert_int_equal(n, 65536);
+	assert_int_equal(window(5, 0, PROTO_WINDOW_MAX, &fd, &n), 0);
+	assert_int_equal(n, PROTO_WINDOW_MAX);
+	/* nothing is written on a refusal */
+	fd = 9, n = 7;
+	assert_int_equal(window(5, 3, 1, &fd, &n), -EBADMSG);       /* no such stream */
+	assert_int_equal(window(5, 1, 0, &fd, &n), -EBADMSG);       /* an empty grant */
+	assert_int_equal(window(5, 1, PROTO_WINDOW_MAX + 1, &fd, &n), -EBADMSG);
+	assert_int_equal(window(5, 1, UINT32_MAX, &fd, &n), -EBADMSG);
+	assert_int_equal(window(4, 1, 1, &fd, &n), -EBADMSG);       /* short */
+	assert_int_equal(window(6, 1, 1, &fd, &n), -EBADMSG);       /* long */
+	assert_int_equal(fd, 9);
+	assert_int_equal(n, 7);
+	uint8_t p[5] = {1, 1, 0, 0, 0};
+	struct proto_frame f = {.hdr = {.type = PROTO_STDIN, .len = 5}, .payload = p};
+	assert_int_equal(proto_decode_window(&f, &fd, &n), -EBADMSG); /* another type */
+}
+
+static void test_credit(void **state)
+{
+	(void)state;
+	uint32_t c = 0;
+	assert_int_equal(proto_credit_take(&c, 0), 0);
+	assert_int_equal(proto_credit_take(&c, 1), -EBADMSG);
+	assert_int_equal(proto_credit_grant(&c, 100), 0);
+	assert_int_equal(proto_credit_take(&c, 101), -EBADMSG);
+	assert_int_equal(c, 100);
+	assert_int_equal(proto_credit_take(&c, 60), 0);
+	assert_int_equal(c, 40);
+	/* the sum of grants may not pass the cap, however it is split; no wrap-around */
+	assert_int_equal(proto_credit_grant(&c, PROTO_WINDOW_MAX - 40), 0);
+	assert_int_equal(c, PROTO_WINDOW_MAX);
+	assert_int_equal(proto_credit_grant(&c, 1), -EBADMSG);
+	assert_int_equal(proto_credit_grant(&c, UINT32_MAX), -EBADMSG);
+	assert_int_equal(c, PROTO_WINDOW_MAX);
+	assert_int_equal(proto_credit_take(&c, PROTO_WINDOW_MAX), 0);
+	assert_int_equal(c, 0);
+}
+
+/* The WINDOW frames queued on c (all for stream 5): the fd and n of each; empties the queue. */
+static size_t queued_windows(struct proto_conn *c, uint8_t *fds, uint32_t *ns, size_t max)
+{
+	size_t k = 0, off = c->out_off, used;
+	struct proto_frame f;
+	while (off < c->out_len && proto_parse(c->out + off, c->out_len - off, &f, &used) == 1) {
+		assert_int_equal(f.hdr.type, PROTO_WINDOW);
+		assert_int_equal(f.hdr.stream, 5);
+		assert_true(k < max);
+		assert_int_equal(proto_decode_window(&f, &fds[k], &ns[k]), 0);
+		k++;
+		off += used;
+	}
+	c->out_off = c->out_len = 0;
+	return k;
+}
+
+static void test_flow(void **state)
+{
+	(void)state;
+	struct proto_conn c;
+	struct proto_flow fl;
+	uint8_t fds[4], p[8] = {0};
+	uint32_t ns[4];
+	proto_conn_init(&c, -1);
+	/* off (a peer of an older minor): nothing is sent, nothing limited, no WINDOW accepted */
+	proto_flow_start(&fl, &c, 5, false);
+	assert_int_equal(proto_conn_pending(&c), 0);
+	assert_int_equal(proto_flow_stdin_room(&fl, 1 << 20), 1 << 20);
+	struct proto_frame out = {.hdr = {.type = PROTO_STDOUT, .stream = 5, .len = 1 << 20}, .payload = p};
+	assert_int_equal(proto_flow_recv(&fl, &out), 0);
+	struct proto_frame w = {.hdr = {.type = PROTO_WINDOW, .stream = 5, .len = 5}, .payload = p};
+	proto_put_u32(p + 1, 10);
+	assert_int_equal(proto_flow_recv(&fl, &w), -EBADMSG);
+	proto_flow_delivered(&fl, &c, 5, 0, 1 << 20);
+	assert_int_equal(proto_conn_pending(&c), 0);
+
+	/* on: both outputs granted a window at once; stdin waits for the box's grant */
+	proto_flow_start(&fl, &c, 5, true);
+	assert_int_equal(queued_windows(&c, fds, ns, 4), 2);
+	assert_int_equal(fds[0], 1);
+	assert_int_equal(fds[1], 2);
+	assert_int_equal(ns[0], PROTO_FLOW_WINDOW);
+	assert_int_equal(ns[1], PROTO_FLOW_WINDOW);
+	assert_int_equal(proto_flow_stdin_room(&fl, 100), 0);
+	assert_int_equal(proto_flow_recv(&fl, &w), 1); /* WINDOW(0, 10) */
+	assert_int_equal(proto_flow_stdin_room(&fl, 100), 10);
+	assert_int_equal(proto_flow_stdin_room(&fl, 4), 4);
+	proto_flow_stdin_sent(&fl, 10);
+	assert_int_equal(proto_flow_stdin_room(&fl, 100), 0);
+	p[0] = 1; /* a grant for our own output is not the box's to give */
+	assert_int_equal(proto_flow_recv(&fl, &w), -EBADMSG);
+	/* output: up to the window, each stream on its own */
+	out.hdr.len = PROTO_FLOW_WINDOW;
+	assert_int_equal(proto_flow_recv(&fl, &out), 0);
+	out.hdr.len = 1;
+	assert_int_equal(proto_flow_recv(&fl, &out), -EBADMSG);
+	out.hdr.type = PROTO_STDERR;
+	assert_int_equal(proto_flow_recv(&fl, &out), 0);
+	/* delivered: granted again by the quarter window */
+	proto_flow_delivered(&fl, &c, 5, 0, PROTO_FLOW_WINDOW / 4 - 1);
+	assert_int_equal(proto_conn_pending(&c), 0);
+	proto_flow_delivered(&fl, &c, 5, 0, 1);
+	assert_int_equal(queued_windows(&c, fds, ns, 4), 1);
+	assert_int_equal(fds[0], 1);
+	assert_int_equal(ns[0], PROTO_FLOW_WINDOW / 4);
+	out.hdr.type = PROTO_STDOUT, out.hdr.len = PROTO_FLOW_WINDOW / 4;
+	assert_int_equal(proto_flow_recv(&fl, &out), 0);
+	out.hdr.len = 1;
+	assert_int_equal(proto_flow_recv(&fl, &out), -EBADMSG);
+	proto_conn_free(&c);
 }
 
 static void test_error_roundtrip(void **state)
@@ -206,6 +339,8 @@ int main(void)
 		cmocka_unit_test(test_parse_partial),  cmocka_unit_test(test_exec_roundtrip),
 		cmocka_unit_test(test_exec_rejects),   cmocka_unit_test(test_error_roundtrip),
 		cmocka_unit_test(test_conn_pipe),      cmocka_unit_test(test_check_input),
+		cmocka_unit_test(test_window_decode),  cmocka_unit_test(test_credit),
+		cmocka_unit_test(test_flow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
