@@ -34,6 +34,7 @@ static int on_hello(struct init *in, const struct proto_frame *f)
 		return -EPROTONOSUPPORT;
 	}
 	in->hello_seen = true;
+	in->windowed = minor >= PROTO_MINOR_WINDOW;
 	return 0;
 }
 
@@ -61,6 +62,7 @@ static void exec_start(struct init *in, uint32_t id, const struct proto_exec *re
 		send_error(in, id, -r, "cannot start session: %s", strerror(-r));
 		return;
 	}
+	s->windowed = in->windowed; /* its stdin's first credit goes after STARTED (init.c) */
 	in->sessions[in->n_sessions++] = s;
 	uint8_t p[4];
 	proto_put_u32(p, (uint32_t)s->pid);
@@ -91,9 +93,23 @@ static int on_stdin(struct init *in, const struct proto_frame *f)
 	if (f->hdr.stream == 0)
 		return -EBADMSG;
 	struct session *s = init_session_find(in, f->hdr.stream);
+	if (s && session_stdin_take(s, f->hdr.len) < 0)
+		return -EBADMSG; /* more than the supervisor was allowed */
 	if (s)
 		session_stdin(s, f->payload, f->hdr.len);
 	return 0;
+}
+
+static int on_window(struct init *in, const struct proto_frame *f)
+{
+	uint8_t fd;
+	uint32_t n;
+	/* only from a supervisor that announced windows, and only for our output: stdin's
+	 * credit is ours to give */
+	if (!in->windowed || f->hdr.stream == 0 || proto_decode_window(f, &fd, &n) < 0 || fd == 0)
+		return -EBADMSG;
+	struct session *s = init_session_find(in, f->hdr.stream);
+	return s ? session_output_grant(s, fd - 1, n) : 0;
 }
 
 static int on_eof(struct init *in, const struct proto_frame *f)
@@ -168,7 +184,7 @@ static int on_info(struct init *in, const struct proto_frame *f)
 static const frame_fn handlers[PROTO_TYPE_MAX] = {
 	[PROTO_EXEC] = on_exec,     [PROTO_STDIN] = on_stdin, [PROTO_EOF] = on_eof,
 	[PROTO_RESIZE] = on_resize, [PROTO_SIGNAL] = on_signal, [PROTO_STOP] = on_stop,
-	[PROTO_INFO] = on_info,
+	[PROTO_INFO] = on_info,     [PROTO_WINDOW] = on_window,
 };
 
 int dispatch_frame(struct init *in, const struct proto_frame *f)

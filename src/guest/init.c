@@ -214,9 +214,15 @@ static void poll_build(struct init *in, struct poll_set *ps, bool out_ok)
 		if (s->in_fd >= 0 && session_stdin_pending(s) > 0)
 			poll_add(ps, s->in_fd, POLLOUT, s, -1);
 		for (int k = 0; k < 2 && out_ok; k++)
-			if (s->out_fd[k] >= 0)
+			if (s->out_fd[k] >= 0 && !session_output_held(s, k))
 				poll_add(ps, s->out_fd[k], POLLIN, s, k);
 	}
+}
+
+/* Output of s waits for the supervisor's credit (windows): it is not over yet. */
+static bool output_held(const struct session *s)
+{
+	return session_output_held(s, 0) || session_output_held(s, 1);
 }
 
 static int poll_timeout(struct init *in, uint64_t now, bool out_ok)
@@ -227,7 +233,7 @@ static int poll_timeout(struct init *in, uint64_t now, bool out_ok)
 		if (!s->exited)
 			continue;
 		/* while output is held back, its drain deadline must not run out */
-		if (!out_ok && s->deadline < now + SESSION_DRAIN_MS)
+		if ((!out_ok || output_held(s)) && s->deadline < now + SESSION_DRAIN_MS)
 			s->deadline = now + SESSION_DRAIN_MS;
 		int64_t d = s->deadline > now ? (int64_t)(s->deadline - now) : 0;
 		if (t < 0 || d < t)
@@ -306,7 +312,7 @@ static void sessions_finish(struct init *in)
 	for (size_t i = 0; i < in->n_sessions;) {
 		struct session *s = in->sessions[i];
 		bool open = s->out_fd[0] >= 0 || s->out_fd[1] >= 0;
-		if (!session_done(s, now) || (held && open)) {
+		if (!session_done(s, now) || (held && open) || output_held(s)) {
 			i++;
 			continue;
 		}
@@ -314,6 +320,14 @@ static void sessions_finish(struct init *in)
 		session_free(s);
 		in->sessions[i] = in->sessions[--in->n_sessions];
 	}
+}
+
+/* With windows: each session's stdin credit topped up as its bytes went into its pipe (a
+ * new session's first, after its STARTED). */
+static void sessions_grant(struct init *in)
+{
+	for (size_t i = 0; i < in->n_sessions; i++)
+		session_stdin_grant(in->sessions[i], &in->ctl);
 }
 
 static void ctl_flush(struct init *in)
@@ -336,6 +350,7 @@ static _noreturn_ void init_loop(struct init *in)
 			init_die(in, 1);
 		}
 		poll_handle(in, &ps);
+		sessions_grant(in);
 		sessions_finish(in);
 		ctl_flush(in);
 	}

@@ -8,7 +8,9 @@
 
 #define INIT_MAX_SESSIONS 256
 /* Bytes queued for the supervisor (or for one session's stdin) beyond which we stop reading
- * session output (or the control channel) until they drain. */
+ * session output (or the control channel) until they drain. With windows (proto.h) a
+ * session's stdin never holds that much, and the first is a safety net: the supervisor reads
+ * the channel whatever its clients do. */
 #define INIT_BACKLOG_MAX (1024u * 1024u)
 
 /* The environment contract with the runtime; see init.c. */
@@ -29,6 +31,7 @@ struct init {
 	int sigfd;
 	bool pid1;            /* false in the test harness: then we are a child subreaper */
 	bool hello_seen;
+	bool windowed;        /* the supervisor announced PROTO_MINOR_WINDOW: sessions use credit */
 	bool setgroups_deny;
 	struct session *sessions[INIT_MAX_SESSIONS];
 	size_t n_sessions;

@@ -350,14 +350,48 @@ void session_output_gone(struct session *s, int i)
 	s->eof_sent[i] = true;
 }
 
+int session_stdin_take(struct session *s, uint32_t n)
+{
+	return s->windowed ? proto_credit_take(&s->in_credit, n) : 0;
+}
+
+void session_stdin_grant(struct session *s, struct proto_conn *c)
+{
+	/* nothing may follow an exited session's EXIT, and after EOF(0) no more stdin comes */
+	if (!s->windowed || s->exited || s->in_eof)
+		return;
+	/* bytes already in the pipe are delivered; dropped ones (stdin closed) are gone too */
+	size_t held = s->in_credit + session_stdin_pending(s);
+	if (held + SESSION_STDIN_WINDOW / 4 > SESSION_STDIN_WINDOW)
+		return;
+	uint32_t n = (uint32_t)(SESSION_STDIN_WINDOW - held);
+	s->in_credit += n;
+	proto_send_window(c, s->id, 0, n);
+}
+
+int session_output_grant(struct session *s, int i, uint32_t n)
+{
+	return s->windowed ? proto_credit_grant(&s->out_credit[i], n) : -EBADMSG;
+}
+
+bool session_output_held(const struct session *s, int i)
+{
+	return s->windowed && s->out_fd[i] >= 0 && s->out_credit[i] == 0;
+}
+
 bool session_pump(struct session *s, int i, struct proto_conn *c, uint64_t now)
 {
 	static uint8_t buf[SESSION_CHUNK];
-	ssize_t n = read(s->out_fd[i], buf, sizeof(buf));
+	size_t max = s->windowed && s->out_credit[i] < sizeof(buf) ? s->out_credit[i] : sizeof(buf);
+	if (max == 0)
+		return false; /* not read(…, 0): that would read as EOF */
+	ssize_t n = read(s->out_fd[i], buf, max);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return false;
 	if (n > 0) {
 		proto_conn_send(c, i == 0 ? PROTO_STDOUT : PROTO_STDERR, 0, s->id, buf, (uint32_t)n);
+		if (s->windowed)
+			s->out_credit[i] -= (uint32_t)n;
 		if (s->exited)
 			s->deadline = now + SESSION_DRAIN_MS;
 		return true;

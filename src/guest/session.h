@@ -11,6 +11,9 @@
  * that inherited the pipes (or the pty) may hold them open for ever: give up after this long
  * without data, then send EOF and EXIT. Later output of such processes is lost. */
 #define SESSION_DRAIN_MS 100
+/* With windows (proto.h): stdin bytes a session may have on their way to it, beyond what its
+ * pipe holds. The supervisor gets more credit as the bytes go into the pipe. */
+#define SESSION_STDIN_WINDOW (256u * 1024u)
 
 struct session_req {
 	char *const *argv;
@@ -36,6 +39,9 @@ struct session {
 		size_t len, off;
 	} in;                /* STDIN bytes the session has not taken yet */
 	bool in_eof;         /* the peer sent EOF(0): close stdin once `in` is written */
+	bool windowed;       /* the connection uses windows: the credits below count */
+	uint32_t in_credit;  /* stdin bytes the supervisor may still send */
+	uint32_t out_credit[2]; /* stdout, stderr bytes we may still send */
 	bool exited;
 	int status;          /* shell-style exit status, once exited */
 	uint64_t deadline;   /* once exited: when to stop waiting for output (monotonic ms) */
@@ -63,8 +69,20 @@ void session_output_gone(struct session *s, int i);
 void session_resize(struct session *s, uint16_t rows, uint16_t cols);
 void session_signal(struct session *s, int sig);
 
-/* Reads one chunk from out_fd[i] and queues it as STDOUT/STDERR; at EOF (EIO for a pty)
- * closes the fd and queues EOF(i+1). Returns true if bytes were read. */
+/* With windows: n more bytes of stdin from the supervisor (-EBADMSG past its credit), and
+ * its credit topped up to SESSION_STDIN_WINDOW less what is still waiting for the pipe
+ * (once a quarter of it or everything has gone in, so a slow reader costs few frames). */
+int session_stdin_take(struct session *s, uint32_t n);
+void session_stdin_grant(struct session *s, struct proto_conn *c);
+/* With windows: the supervisor grants n more bytes of stdout (i 0) or stderr (1). */
+int session_output_grant(struct session *s, int i, uint32_t n);
+/* Output i is open but may not be sent now (no credit left): it is not read, and its drain
+ * deadline waits. */
+bool session_output_held(const struct session *s, int i);
+
+/* Reads one chunk (with windows: at most the credit) from out_fd[i] and queues it as
+ * STDOUT/STDERR; at EOF (EIO for a pty) closes the fd and queues EOF(i+1). Returns true if
+ * bytes were read. */
 bool session_pump(struct session *s, int i, struct proto_conn *c, uint64_t now);
 /* The session leader was reaped. */
 void session_exited(struct session *s, int status, uint64_t now);

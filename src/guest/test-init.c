@@ -22,6 +22,11 @@
 
 #define CTL_FD 42
 #define WAIT_MS 20000
+#define MAX_STREAMS 512
+/* what we grant each output of a session at its start, and again as it comes */
+#define OUT_WINDOW (256u * 1024u)
+/* session.h's SESSION_STDIN_WINDOW: the credit init gives a new session's stdin */
+#define SESSION_STDIN_WINDOW_TEST (256u * 1024u)
 
 static const char *init_path;
 static uid_t agent_uid;
@@ -36,6 +41,14 @@ struct box {
 	const uint8_t *feed;
 	size_t feed_len, feed_off;
 	uint32_t feed_stream;
+	/* windows (we announced PROTO_MINOR_WINDOW): what init granted each stream's stdin,
+	 * what we granted its stdout and stderr, and streams whose output we do not grant again
+	 * as it comes (hold) */
+	bool windowed;
+	uint32_t in_credit[MAX_STREAMS];
+	uint64_t in_sent[MAX_STREAMS];
+	uint32_t out_credit[MAX_STREAMS][2];
+	bool hold[MAX_STREAMS];
 };
 
 struct result {
@@ -115,10 +128,37 @@ static void box_send(struct box *b, uint16_t type, uint32_t stream, const void *
 	assert_true(r == 0 || r == -EAGAIN || r == -EPIPE || r == -ECONNRESET);
 }
 
+/* A grant of n more bytes of output fd (1, 2) of stream. */
+static void box_grant(struct box *b, uint32_t stream, uint8_t fd, uint32_t n)
+{
+	if (!b->windowed || n == 0)
+		return;
+	assert_int_equal(proto_credit_grant(&b->out_credit[stream][fd - 1], n), 0);
+	proto_send_window(&b->c, stream, fd, n);
+}
+
+/* n stdin bytes for stream, within the credit init gave it (a test that wants more waits) */
+static void box_stdin(struct box *b, uint32_t stream, const void *p, uint32_t n)
+{
+	if (b->windowed) {
+		assert_int_equal(proto_credit_take(&b->in_credit[stream], n), 0);
+		b->in_sent[stream] += n;
+	}
+	box_send(b, PROTO_STDIN, stream, p, n);
+}
+
 static void box_feed(struct box *b)
 {
 	while (b->feed && b->feed_off < b->feed_len && proto_conn_pending(&b->c) < 256 * 1024) {
 		size_t n = b->feed_len - b->feed_off < 65536 ? b->feed_len - b->feed_off : 65536;
+		if (b->windowed && n > b->in_credit[b->feed_stream])
+			n = b->in_credit[b->feed_stream];
+		if (n == 0)
+			return; /* init holds what it was given: wait for its grant */
+		if (b->windowed) {
+			b->in_credit[b->feed_stream] -= (uint32_t)n;
+			b->in_sent[b->feed_stream] += n;
+		}
 		proto_conn_send(&b->c, PROTO_STDIN, 0, b->feed_stream, b->feed + b->feed_off, (uint32_t)n);
 		b->feed_off += n;
 	}
@@ -129,6 +169,30 @@ static void box_feed(struct box *b)
 	}
 }
 
+/* With windows: a WINDOW (init's grant for stdin) is taken here (true), and output is checked
+ * against what we granted — init never sends more — and granted again unless held. */
+static bool box_flow(struct box *b, const struct proto_frame *f)
+{
+	uint8_t fd;
+	uint32_t n;
+	if (f->hdr.type == PROTO_WINDOW) {
+		assert_true(b->windowed); /* never to a supervisor that did not announce them */
+		assert_int_equal(proto_decode_window(f, &fd, &n), 0);
+		assert_int_equal(fd, 0);
+		assert_in_range(f->hdr.stream, 1, MAX_STREAMS - 1);
+		assert_int_equal(proto_credit_grant(&b->in_credit[f->hdr.stream], n), 0);
+		return true;
+	}
+	if (b->windowed && (f->hdr.type == PROTO_STDOUT || f->hdr.type == PROTO_STDERR)) {
+		int k = f->hdr.type == PROTO_STDERR;
+		assert_in_range(f->hdr.stream, 1, MAX_STREAMS - 1);
+		assert_int_equal(proto_credit_take(&b->out_credit[f->hdr.stream][k], f->hdr.len), 0);
+		if (!b->hold[f->hdr.stream])
+			box_grant(b, f->hdr.stream, (uint8_t)(k + 1), f->hdr.len);
+	}
+	return false;
+}
+
 /* The next frame from init: 1, or 0 once init has closed the channel. Never blocks longer
  * than WAIT_MS without progress; keeps our own queue (and any stdin feed) flowing. */
 static int box_next(struct box *b, struct proto_frame *f)
@@ -136,6 +200,8 @@ static int box_next(struct box *b, struct proto_frame *f)
 	for (;;) {
 		int r = proto_conn_next(&b->c, f);
 		assert_true(r >= 0);
+		if (r == 1 && box_flow(b, f))
+			continue;
 		if (r == 1)
 			return 1;
 		if (b->c.eof)
@@ -165,20 +231,31 @@ static void expect_hello(struct box *b)
 	assert_int_equal(major, PROTO_VERSION_MAJOR);
 }
 
-static void send_hello(struct box *b, uint16_t major)
+static void send_hello(struct box *b, uint16_t major, uint16_t minor)
 {
 	uint8_t p[8];
 	proto_put_u32(p, PROTO_MAGIC);
 	proto_put_u16(p + 4, major);
-	proto_put_u16(p + 6, 0);
+	proto_put_u16(p + 6, minor);
 	box_send(b, PROTO_HELLO, 0, p, sizeof(p));
 }
 
+/* As a supervisor of this version does: with windows. */
 static void box_start_ns(struct box *b, bool root_ok, bool ns)
 {
 	box_start_raw_ns(b, root_ok, ns);
 	expect_hello(b);
-	send_hello(b, PROTO_VERSION_MAJOR);
+	send_hello(b, PROTO_VERSION_MAJOR, PROTO_MINOR_WINDOW);
+	b->windowed = true;
+}
+
+/* As a supervisor of minor 1 does (no windows): init then stops reading the channel, or
+ * output, while a session's stdin, or the channel, is backed up. */
+static void box_start_unwindowed(struct box *b)
+{
+	box_start_raw_ns(b, false, false);
+	expect_hello(b);
+	send_hello(b, PROTO_VERSION_MAJOR, PROTO_MINOR_OUTPUT_GONE);
 }
 
 static void box_start(struct box *b, bool root_ok)
@@ -239,6 +316,8 @@ static uint32_t box_exec_on(struct box *b, uint32_t stream, const char *const *a
 	proto_encode_exec(&pb, (char *const *)argv, (char *const *)o->env, o->cwd, o->user, o->tty, o->rows, o->cols);
 	box_send(b, PROTO_EXEC, stream, pb.data, (uint32_t)pb.len);
 	proto_buf_free(&pb);
+	for (uint8_t fd = 1; fd <= 2 && !b->hold[stream]; fd++)
+		box_grant(b, stream, fd, OUT_WINDOW);
 	return stream;
 }
 
@@ -370,14 +449,17 @@ static void test_exec_pipes(void **state)
 	result_free(&r);
 }
 
-static void test_stdin_binary(void **state)
+static void stdin_binary(bool windowed)
 {
 	const size_t len = 1024 * 1024;
 	_cleanup_free_ uint8_t *data = xmalloc(len);
 	for (size_t i = 0; i < len; i++)
 		data[i] = (uint8_t)(i ^ (i >> 8) ^ (i >> 16));
 	struct result r = {0};
-	box_start(&B, false);
+	if (windowed)
+		box_start(&B, false);
+	else
+		box_start_unwindowed(&B);
 	B.feed_stream = box_exec(&B, SH("cat; echo done >&2"), NULL);
 	B.feed = data, B.feed_len = len, B.feed_off = 0;
 	collect(&B, B.feed_stream, &r);
@@ -391,6 +473,16 @@ static void test_stdin_binary(void **state)
 	for (int i = 0; i < 256; i++)
 		assert_true(seen[i]);
 	result_free(&r);
+}
+
+static void test_stdin_binary(void **state)
+{
+	stdin_binary(true);
+}
+
+static void test_stdin_binary_unwindowed(void **state)
+{
+	stdin_binary(false);
 }
 
 static void test_stdin_closed_early(void **state)
@@ -412,12 +504,15 @@ static void test_stdin_closed_early(void **state)
 	result_free(&r);
 }
 
-static void test_large_output_backpressure(void **state)
+static void large_output(bool windowed)
 {
-	/* 4 MiB while we do not read for a while: init must stop reading (backlog > 1 MiB)
-	 * and lose nothing */
+	/* 4 MiB while we do not read for a while: init must stop reading (backlog > 1 MiB; with
+	 * windows, at the window) and lose nothing */
 	struct result r = {0};
-	box_start(&B, false);
+	if (windowed)
+		box_start(&B, false);
+	else
+		box_start_unwindowed(&B);
 	uint32_t s = box_exec(&B, ARGV("head", "-c", "4194304", "/dev/zero"), NULL);
 	usleep(300 * 1000);
 	collect(&B, s, &r);
@@ -427,6 +522,95 @@ static void test_large_output_backpressure(void **state)
 		if (r.out[i])
 			fail_msg("byte %zu is not zero", i);
 	result_free(&r);
+}
+
+static void test_large_output_backpressure(void **state)
+{
+	large_output(true);
+}
+
+static void test_large_output_unwindowed(void **state)
+{
+	large_output(false);
+}
+
+/* For ms: feeds, and takes init's grants, which must be all that comes. */
+static void box_take_grants(struct box *b, uint64_t ms)
+{
+	struct proto_frame f;
+	for (uint64_t end = now_ms() + ms; now_ms() < end;) {
+		while (proto_conn_next(&b->c, &f) == 1)
+			assert_true(box_flow(b, &f));
+		box_feed(b);
+		int r = proto_conn_flush(&b->c);
+		assert_true(r == 0 || r == -EAGAIN);
+		struct pollfd p = {.fd = b->c.fd, .events = POLLIN};
+		if (poll(&p, 1, 50) > 0)
+			assert_true(proto_conn_read(&b->c) > 0);
+	}
+}
+
+/* One session's stdin backs up (its process never reads it): init holds at most its window
+ * of it, and another session on the channel still starts, runs and ends. Without windows the
+ * backed-up stdin made init stop reading the whole channel. */
+static void test_window_stdin_backs_up_alone(void **state)
+{
+	const size_t len = 8u << 20;
+	_cleanup_free_ uint8_t *data = xcalloc(len, 1);
+	struct result a = {0}, b = {0};
+	box_start(&B, false);
+	uint32_t sa = box_exec(&B, ARGV("sleep", "100"), NULL);
+	B.feed_stream = sa, B.feed = data, B.feed_len = len, B.feed_off = 0;
+	wait_started(&B, sa, &a);
+	box_take_grants(&B, 1000); /* until init stops granting: its pipe and its window are full */
+	assert_int_equal(B.in_credit[sa], 0);
+	assert_true(B.in_sent[sa] >= 256u << 10);
+	assert_true(B.in_sent[sa] <= (256u << 10) + (1u << 20)); /* the window and a pipe */
+	run(ARGV("echo", "ok"), NULL, &b);
+	assert_int_equal(b.status, 0);
+	assert_string_equal(b.out, "ok\n");
+	send_u32(&B, PROTO_SIGNAL, sa, SIGKILL);
+	collect(&B, sa, &a);
+	assert_int_equal(a.status, 137);
+	result_free(&a);
+	result_free(&b);
+}
+
+/* One session's output is not granted again (its reader stalls): init sends no more than
+ * was granted, and stops reading only that session's pipe; another session's output and
+ * exit come; once granted, the rest follows and nothing is lost. */
+static void test_window_output_held_alone(void **state)
+{
+	struct result a = {0}, b = {0};
+	struct proto_frame f;
+	box_start(&B, false);
+	uint32_t sa = B.next_stream;
+	B.hold[sa] = true;
+	box_exec(&B, ARGV("head", "-c", "1048576", "/dev/zero"), NULL);
+	box_grant(&B, sa, 1, 1000);
+	box_grant(&B, sa, 2, 1);
+	wait_started(&B, sa, &a);
+	uint32_t sb = box_exec(&B, SH("echo ok; echo err >&2"), NULL);
+	while (!b.exited) {
+		assert_int_equal(box_next(&B, &f), 1);
+		if (f.hdr.stream == sa) {
+			assert_false(result_add(&a, &f));
+			continue;
+		}
+		assert_int_equal(f.hdr.stream, sb);
+		result_add(&b, &f);
+	}
+	assert_string_equal(b.out, "ok\n");
+	assert_string_equal(b.err, "err\n");
+	assert_true(a.out_len <= 1000);
+	assert_int_equal(B.out_credit[sa][0], 1000 - a.out_len);
+	B.hold[sa] = false;
+	box_grant(&B, sa, 1, OUT_WINDOW);
+	collect(&B, sa, &a);
+	assert_int_equal(a.status, 0);
+	assert_int_equal(a.out_len, 1048576);
+	result_free(&a);
+	result_free(&b);
 }
 
 static void test_tty(void **state)
@@ -456,7 +640,7 @@ static void test_tty_resize(void **state)
 	proto_put_u16(rs, 40);
 	proto_put_u16(rs + 2, 100);
 	box_send(&B, PROTO_RESIZE, s, rs, sizeof(rs));
-	box_send(&B, PROTO_STDIN, s, "\n", 1);
+	box_stdin(&B, s, "\n", 1);
 	collect(&B, s, &r);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "40 100"));
@@ -798,12 +982,82 @@ static void test_malformed(void **state)
 	bad_frame(PROTO_RESIZE, 1, "\x01", 1);
 	/* a second HELLO, and a HELLO of another major version */
 	box_start(&B, false);
-	send_hello(&B, PROTO_VERSION_MAJOR);
+	send_hello(&B, PROTO_VERSION_MAJOR, PROTO_MINOR_WINDOW);
 	expect_exit_code(&B, 2);
 	teardown_box(NULL);
 	box_start_raw(&B, false);
 	expect_hello(&B);
-	send_hello(&B, PROTO_VERSION_MAJOR + 1);
+	send_hello(&B, PROTO_VERSION_MAJOR + 1, 0);
+	expect_exit_code(&B, 2);
+}
+
+/* A WINDOW frame of n for fd of stream. */
+static void send_window(struct box *b, uint32_t stream, uint8_t fd, uint32_t n)
+{
+	uint8_t p[5] = {fd};
+	proto_put_u32(p + 1, n);
+	box_send(b, PROTO_WINDOW, stream, p, sizeof(p));
+}
+
+/* A session whose stdin credit has come (a sleep that never reads it) */
+static uint32_t box_sleeper(struct box *b, struct result *r)
+{
+	uint32_t s = box_exec(b, ARGV("sleep", "100"), NULL);
+	wait_started(b, s, r);
+	box_take_grants(b, 200);
+	assert_int_equal(b->in_credit[s], SESSION_STDIN_WINDOW_TEST);
+	return s;
+}
+
+/* What a supervisor must not do with windows, each an error that ends the box (init's rule for
+ * a malformed frame); and a WINDOW from a supervisor that did not announce them. */
+static void test_window_malformed(void **state)
+{
+	struct result r = {0};
+	_cleanup_free_ uint8_t *big = xcalloc(SESSION_STDIN_WINDOW_TEST + 1, 1);
+	/* stdin past the credit (once the pipe is full and init gives no more; sent in two
+	 * frames: the sum counts) */
+	box_start(&B, false);
+	uint32_t s = box_sleeper(&B, &r);
+	box_stdin(&B, s, big, B.in_credit[s]);
+	box_take_grants(&B, 300);
+	box_send(&B, PROTO_STDIN, s, big, B.in_credit[s]);
+	box_send(&B, PROTO_STDIN, s, big, 1);
+	expect_exit_code(&B, 2);
+	teardown_box(NULL);
+	result_free(&r);
+	/* a grant for stdin (ours to give), an empty one, one past PROTO_WINDOW_MAX, and one
+	 * that takes the credit past it */
+	const struct { uint8_t fd; uint32_t n, n2; } bad[] = {
+		{0, 4096, 0}, {1, 0, 0}, {2, PROTO_WINDOW_MAX + 1, 0}, {1, PROTO_WINDOW_MAX, 1},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		B.hold[1] = true; /* no grant of ours before the bad one */
+		box_start(&B, false);
+		s = box_sleeper(&B, &r);
+		send_window(&B, s, bad[i].fd, bad[i].n);
+		if (bad[i].n2)
+			send_window(&B, s, bad[i].fd, bad[i].n2);
+		expect_exit_code(&B, 2);
+		teardown_box(NULL);
+		result_free(&r);
+	}
+	/* stream 0, and a short payload */
+	box_start(&B, false);
+	send_window(&B, 0, 1, 10);
+	expect_exit_code(&B, 2);
+	teardown_box(NULL);
+	bad_frame(PROTO_WINDOW, 1, "\x01\x00\x01", 3);
+	/* for a stream that has ended: dropped, as other late frames */
+	box_start(&B, false);
+	send_window(&B, 77, 1, 10);
+	run(ARGV("echo", "alive"), NULL, &r);
+	assert_string_equal(r.out, "alive\n");
+	result_free(&r);
+	teardown_box(NULL);
+	/* no windows announced: a WINDOW is no frame of ours */
+	box_start_unwindowed(&B);
+	send_window(&B, 1, 1, 10);
 	expect_exit_code(&B, 2);
 }
 
@@ -897,6 +1151,9 @@ int main(int argc, char **argv)
 		T(test_info),             T(test_orphans_reaped), T(test_many_sessions_and_stop),
 		T(test_stop_idle),        T(test_sigterm_stops),  T(test_supervisor_gone),
 		T(test_malformed),        T(test_pid1_in_namespaces), T(test_pid1_supervisor_gone),
+		T(test_stdin_binary_unwindowed), T(test_large_output_unwindowed),
+		T(test_window_stdin_backs_up_alone), T(test_window_output_held_alone),
+		T(test_window_malformed),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
