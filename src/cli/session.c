@@ -90,6 +90,8 @@ struct pump {
 	bool escape_err;
 	struct proto_conn conn; /* non-blocking both ways: we never block sending while the box
 				 * waits for us to read (that would deadlock a `cat`) */
+	struct proto_flow flow; /* with windows: stdin only as the box takes it, output granted
+				 * as it is written */
 	uint32_t stream;
 	int *start_lock;
 	bool tty, stdin_open, done, sent_gone[2];
@@ -128,6 +130,12 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 		p->r = pd_error_msg(p->err, EPROTO, "unexpected frame for stream %u", f->hdr.stream);
 		return;
 	}
+	int fl = proto_flow_recv(&p->flow, f);
+	if (fl < 0)
+		p->r = pd_error_msg(p->err, EPROTO, "the sandbox broke the flow control (a %s frame)",
+				    proto_type_name(f->hdr.type));
+	if (fl != 0)
+		return; /* an error, or a grant for stdin */
 	switch (f->hdr.type) {
 	case PROTO_STDOUT:
 	case PROTO_STDERR:
@@ -151,6 +159,8 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 				p->sent_gone[0] = p->sent_gone[1] = true;
 			}
 		}
+		/* written, or gone for good: the box may send that much more */
+		proto_flow_delivered(&p->flow, &p->conn, p->stream, f->hdr.type == PROTO_STDERR, f->hdr.len);
 		break;
 	case PROTO_EXIT:
 		if (f->hdr.len != 4) {
@@ -180,7 +190,10 @@ static void on_frame(struct pump *p, const struct proto_frame *f)
 static void on_stdin(struct pump *p)
 {
 	uint8_t buf[65536];
-	ssize_t n = read(p->in_fd, buf, sizeof(buf));
+	size_t room = proto_flow_stdin_room(&p->flow, sizeof(buf));
+	if (room == 0)
+		return; /* not read(…, 0): that reads as EOF */
+	ssize_t n = read(p->in_fd, buf, room);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
@@ -190,6 +203,7 @@ static void on_stdin(struct pump *p)
 			pump_send(p, PROTO_EOF, &zero, 1);
 		return;
 	}
+	proto_flow_stdin_sent(&p->flow, (size_t)n);
 	pump_send(p, PROTO_STDIN, buf, (uint32_t)n);
 }
 
@@ -233,7 +247,9 @@ static int pump_loop(struct pump *p)
 	struct proto_conn *conn = &p->conn;
 	struct proto_frame f;
 	while (!p->done && p->r == 0) {
-		bool backlog = proto_conn_pending(conn) > (1u << 20);
+		/* stdin is read while the box takes it: with windows, while it has credit; without,
+		 * while our queue to the box is short */
+		bool backlog = proto_conn_pending(conn) > (1u << 20) || !proto_flow_stdin_room(&p->flow, 1);
 		struct pollfd pf[3] = {
 			{.fd = p->fd, .events = POLLIN | (proto_conn_pending(conn) ? POLLOUT : 0)},
 			{.fd = sig_pipe[0], .events = POLLIN},
@@ -255,6 +271,7 @@ static int pump_loop(struct pump *p)
 		int r = proto_conn_read(conn);
 		while (p->r == 0 && !p->done && proto_conn_next(conn, &f) == 1)
 			on_frame(p, &f);
+		(void)proto_conn_flush(conn); /* the grants for what was written, at once */
 		if (p->r == 0 && !p->done && (conn->eof || (r < 0 && r != -EAGAIN)))
 			p->r = pd_error_msg(p->err, EPIPE, "the sandbox went away before the command finished");
 	}
@@ -290,6 +307,7 @@ int session_run(int fd, uint32_t stream, const struct session_req *req, int *ret
 		}
 	}
 	proto_conn_init(&p.conn, fd);
+	proto_flow_start(&p.flow, &p.conn, stream, sup_peer_minor >= PROTO_MINOR_WINDOW);
 	fd_set_nonblock(fd, true);
 	r = pump_loop(&p);
 	p.conn.fd = -1; /* the caller owns fd */

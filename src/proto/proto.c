@@ -136,6 +136,14 @@ static void buf_reserve(struct proto_buf *b, size_t extra)
 	b->cap = cap;
 }
 
+void proto_buf_put(struct proto_buf *b, const void *p, size_t n)
+{
+	buf_reserve(b, n);
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
 void proto_tlv_put(struct proto_buf *b, uint16_t tag, const void *v, uint32_t len)
 {
 	buf_reserve(b, 6 + (size_t)len);
@@ -498,6 +506,16 @@ int proto_send_hello(int fd)
 	proto_put_u16(p + 4, PROTO_VERSION_MAJOR);
 	proto_put_u16(p + 6, PROTO_VERSION_MINOR);
 	return proto_send(fd, PROTO_HELLO, 0, 0, p, sizeof(p));
+}
+
+int proto_send_windows(int fd, uint32_t stream, uint32_t n)
+{
+	uint8_t p[5];
+	proto_put_u32(p + 1, n);
+	int r = 0;
+	for (p[0] = 1; r == 0 && p[0] <= 2; p[0]++)
+		r = proto_send(fd, PROTO_WINDOW, 0, stream, p, sizeof(p));
+	return r;
 }
 
 int proto_recv(int fd, uint8_t *buf, struct proto_frame *ret)

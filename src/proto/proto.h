@@ -17,7 +17,7 @@
 /* 1: an EOF(1|2) sent towards the box says the reader of that output went away (minor 0
  * peers end the box on it: a sender checks the peer's minor first)
  * 2: per-stream credit (WINDOW), used on a connection only when both ends announce it */
-#define PROTO_VERSION_MINOR 1
+#define PROTO_VERSION_MINOR 2
 #define PROTO_MINOR_OUTPUT_GONE 1
 #define PROTO_MINOR_WINDOW 2
 #define PROTO_HDR_SIZE 12u
@@ -44,7 +44,7 @@ enum proto_type {
 	PROTO_INFO,     /* stream 0: request/answer box information (TLV, key=value strings) */
 	PROTO_ACK,      /* generic success answer for stream-0 requests */
 	PROTO_WINDOW,   /* u8 fd, u32 n: the receiver of that stream's data takes n more bytes of it
-			 * (minor 2; see "Flow control" below) */
+			 * (minor 2; see "Flow control" below; an older peer ends on it) */
 	PROTO_TYPE_MAX,
 };
 
@@ -122,6 +122,7 @@ struct proto_buf {
 	size_t len, cap;
 };
 void proto_buf_free(struct proto_buf *b);
+void proto_buf_put(struct proto_buf *b, const void *p, size_t n); /* appends n bytes */
 void proto_tlv_put(struct proto_buf *b, uint16_t tag, const void *v, uint32_t len);
 void proto_tlv_put_str(struct proto_buf *b, uint16_t tag, const char *s);
 void proto_tlv_put_u16(struct proto_buf *b, uint16_t tag, uint16_t v);
@@ -212,5 +213,9 @@ void proto_flow_delivered(struct proto_flow *fl, struct proto_conn *c, uint32_t 
 /* Blocking helpers for simple request/answer exchanges. */
 int proto_send(int fd, uint16_t type, uint16_t flags, uint32_t stream, const void *payload, uint32_t len);
 int proto_send_hello(int fd);
+/* After an EXEC on stream: grants its stdout and stderr n bytes each (paddock-init reads no
+ * output, nor sees its end, without credit) — for a requester that takes everything it is
+ * sent and needs no more than n. */
+int proto_send_windows(int fd, uint32_t stream, uint32_t n);
 /* Receives one frame into a caller-provided buffer of PROTO_HDR_SIZE + PROTO_MAX_PAYLOAD. */
 int proto_recv(int fd, uint8_t *buf, struct proto_frame *ret);

@@ -4,7 +4,14 @@
  * Every frame from a client is hostile input: it is parsed with the protocol's decoders, only
  * the types a client may send are accepted, exec requests are re-encoded with the box's
  * defaults, and stream ids are translated so a client can only ever address its own sessions.
- * A malformed frame closes that client's connection (and hangs up its sessions). */
+ * A malformed frame closes that client's connection (and hangs up its sessions).
+ *
+ * Flow control (proto.h): with a paddock-init that speaks windows, no connection is ever
+ * left unread for one session's sake. A client that speaks them too has its grants passed
+ * through both ways (its stdin within paddock-init's credit, paddock-init's output within
+ * the client's); for one that does not, the supervisor grants in its place: paddock-init's
+ * output again as the client's queue drains, its stdin held here until paddock-init takes
+ * it. A session whose client went away has its output dropped and granted again at once. */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,16 +32,27 @@
  * every session is taken */
 #define SUP_MAX_CLIENTS (SUP_MAX_SESSIONS + 16)
 #define SUP_HIGH_WATER (8u << 20)
+/* A client without windows, with paddock-init on them: its stdin held here beyond which we
+ * stop reading it, and its queue at or below which the output it was sent counts as drained */
+#define SUP_UNWINDOWED_MAX (1u << 20)
 
 struct sup_client {
 	struct proto_conn conn;
 	bool greeted;
 	bool wants_stop_ack;
+	bool windowed; /* it and paddock-init announced windows: its grants pass through */
 };
 
 struct sup_session {
 	uint32_t global, local;
 	int client; /* index into clients, -1 when the client went away */
+	/* with paddock-init on windows (sup.windowed): */
+	uint32_t in_credit;     /* stdin bytes paddock-init takes now */
+	uint32_t out_credit[2]; /* stdout, stderr bytes paddock-init may still send */
+	uint32_t owed[2];       /* a client without windows: relayed to it, not granted again yet */
+	struct proto_buf in_q;  /* a client without windows: its stdin waiting for the credit, */
+	size_t in_q_off;
+	bool in_q_eof;          /* and its EOF(0) after it */
 };
 
 struct sup {
@@ -47,6 +65,7 @@ struct sup {
 	struct sup_session sessions[SUP_MAX_SESSIONS];
 	size_t n_sessions;
 	uint32_t next_global;
+	bool windowed; /* paddock-init announced windows (and so did we) */
 	bool stopping, box_gone, stop_killed;
 	int64_t stop_deadline; /* stopping: when the box is killed if its init has not ended it */
 	int last_exit;
@@ -75,7 +94,67 @@ static struct sup_session *session_by_local(struct sup *s, int client, uint32_t 
 
 static void session_drop(struct sup *s, struct sup_session *x)
 {
+	proto_buf_free(&x->in_q);
 	*x = s->sessions[--s->n_sessions];
+}
+
+/* n more bytes of output i (0 stdout, 1 stderr) for paddock-init to send */
+static void grant_init(struct sup *s, struct sup_session *x, int i, uint32_t n)
+{
+	if (n && proto_credit_grant(&x->out_credit[i], n) == 0)
+		proto_send_window(&s->init, x->global, (uint8_t)(i + 1), n);
+}
+
+/* A client without windows: its queued stdin goes to paddock-init as far as the credit goes,
+ * then its EOF(0). */
+static void stdin_flush(struct sup *s, struct sup_session *x)
+{
+	while (x->in_q_off < x->in_q.len && x->in_credit > 0) {
+		size_t n = x->in_q.len - x->in_q_off;
+		n = n < x->in_credit ? n : x->in_credit;
+		n = n < PROTO_MAX_PAYLOAD ? n : PROTO_MAX_PAYLOAD;
+		proto_conn_send(&s->init, PROTO_STDIN, 0, x->global, x->in_q.data + x->in_q_off, (uint32_t)n);
+		x->in_credit -= (uint32_t)n;
+		x->in_q_off += n;
+	}
+	if (x->in_q_off < x->in_q.len)
+		return;
+	x->in_q.len = x->in_q_off = 0;
+	if (x->in_q_eof) {
+		uint8_t zero = 0;
+		proto_conn_send(&s->init, PROTO_EOF, 0, x->global, &zero, 1);
+		x->in_q_eof = false;
+	}
+}
+
+static void stdin_queue(struct sup *s, struct sup_session *x, const struct proto_frame *f)
+{
+	if (f->hdr.type == PROTO_EOF) {
+		x->in_q_eof = true;
+	} else {
+		if (x->in_q_off > 0 && x->in_q_off >= x->in_q.len / 2) {
+			memmove(x->in_q.data, x->in_q.data + x->in_q_off, x->in_q.len - x->in_q_off);
+			x->in_q.len -= x->in_q_off;
+			x->in_q_off = 0;
+		}
+		proto_buf_put(&x->in_q, f->payload, f->hdr.len);
+	}
+	stdin_flush(s, x);
+}
+
+/* The session lost its client: what it still had queued is dropped, and paddock-init may
+ * send its output (dropped as it comes) a whole window ahead again. */
+static void session_orphan(struct sup *s, struct sup_session *x)
+{
+	x->client = -1;
+	proto_buf_free(&x->in_q);
+	x->in_q_off = 0;
+	x->in_q_eof = false;
+	for (int i = 0; s->windowed && i < 2; i++) {
+		x->owed[i] = 0;
+		if (x->out_credit[i] < PROTO_FLOW_WINDOW)
+			grant_init(s, x, i, PROTO_FLOW_WINDOW - x->out_credit[i]);
+	}
 }
 
 static void client_error(struct sup_client *c, uint32_t stream, int e, const char *msg)
@@ -96,7 +175,7 @@ static void client_close(struct sup *s, int idx)
 		uint8_t sig[4];
 		proto_put_u32(sig, SIGHUP);
 		proto_conn_send(&s->init, PROTO_SIGNAL, 0, s->sessions[i].global, sig, 4);
-		s->sessions[i].client = -1;
+		session_orphan(s, &s->sessions[i]);
 	}
 	proto_conn_free(&c->conn);
 	free(c);
@@ -127,8 +206,12 @@ static int handle_exec(struct sup *s, int idx, const struct proto_frame *f)
 		return 0;
 	}
 	uint32_t g = ++s->next_global;
-	s->sessions[s->n_sessions++] = (struct sup_session){.global = g, .local = f->hdr.stream, .client = idx};
+	struct sup_session *x = &s->sessions[s->n_sessions++];
+	*x = (struct sup_session){.global = g, .local = f->hdr.stream, .client = idx};
 	proto_conn_send(&s->init, PROTO_EXEC, 0, g, b.data, (uint32_t)b.len);
+	/* a client without windows: we grant its output in its place (grant_drained) */
+	for (int i = 0; s->windowed && !c->windowed && i < 2; i++)
+		grant_init(s, x, i, PROTO_FLOW_WINDOW);
 	pd_debug("session %u: %s (client %d stream %u)", g, req->argv[0], idx, f->hdr.stream);
 	proto_buf_free(&b); /* req points into it since the check above */
 	return 0;
@@ -164,6 +247,28 @@ static void begin_stop(struct sup *s, uint32_t timeout_ms)
 	proto_conn_send(&s->init, PROTO_STOP, 0, 0, t, 4);
 }
 
+/* A client's input for its session x, passed on to paddock-init. With windows: a client
+ * that speaks them sends stdin within paddock-init's credit and grants output within the
+ * protocol's cap (or is closed); one that does not has its stdin (and its EOF after it)
+ * held until paddock-init takes it. */
+static int relay_input(struct sup *s, struct sup_client *c, struct sup_session *x, const struct proto_frame *f)
+{
+	uint8_t fd;
+	uint32_t n;
+	bool in = f->hdr.type == PROTO_STDIN || (f->hdr.type == PROTO_EOF && f->payload[0] == 0);
+	if (s->windowed && !c->windowed && in) {
+		stdin_queue(s, x, f);
+		return 0;
+	}
+	if (s->windowed && f->hdr.type == PROTO_STDIN && proto_credit_take(&x->in_credit, f->hdr.len) < 0)
+		return -EBADMSG;
+	if (f->hdr.type == PROTO_WINDOW &&
+	    (proto_decode_window(f, &fd, &n) < 0 || proto_credit_grant(&x->out_credit[fd - 1], n) < 0))
+		return -EBADMSG;
+	proto_conn_send(&s->init, f->hdr.type, 0, x->global, f->payload, f->hdr.len);
+	return 0;
+}
+
 /* One frame from a client. Returns <0 to close that client. */
 static int client_frame(struct sup *s, int idx, const struct proto_frame *f)
 {
@@ -173,6 +278,7 @@ static int client_frame(struct sup *s, int idx, const struct proto_frame *f)
 		if (proto_decode_hello(f, &ma, &mi) < 0 || ma != PROTO_VERSION_MAJOR)
 			return -EPROTO;
 		c->greeted = true;
+		c->windowed = s->windowed && mi >= PROTO_MINOR_WINDOW;
 		return 0;
 	}
 	struct sup_session *x;
@@ -184,15 +290,15 @@ static int client_frame(struct sup *s, int idx, const struct proto_frame *f)
 	case PROTO_EOF:
 	case PROTO_RESIZE:
 	case PROTO_SIGNAL:
+	case PROTO_WINDOW:
 		/* paddock-init ends the whole box on a malformed frame: a client's bad one closes
 		 * that client only */
-		if (proto_check_input(f) < 0)
+		if (proto_check_input(f) < 0 || (f->hdr.type == PROTO_WINDOW && !c->windowed))
 			return -EBADMSG;
 		x = session_by_local(s, idx, f->hdr.stream);
 		if (!x)
 			return 0; /* the session already ended: late input is dropped */
-		proto_conn_send(&s->init, f->hdr.type, 0, x->global, f->payload, f->hdr.len);
-		return 0;
+		return relay_input(s, c, x, f);
 	case PROTO_STOP:
 		if (f->hdr.stream != 0 || proto_decode_u32(f, &u) < 0)
 			return -EBADMSG;
@@ -205,6 +311,36 @@ static int client_frame(struct sup *s, int idx, const struct proto_frame *f)
 	default:
 		return -EBADMSG;
 	}
+}
+
+/* paddock-init's grant for a session's stdin: passed to a client that speaks windows, used
+ * here for one that does not (and kept for none). */
+static int init_window(struct sup *s, struct sup_session *x, const struct proto_frame *f)
+{
+	uint8_t fd;
+	uint32_t n;
+	if (!s->windowed || proto_decode_window(f, &fd, &n) < 0 || fd != 0 || proto_credit_grant(&x->in_credit, n) < 0)
+		return -EBADMSG;
+	struct sup_client *c = x->client >= 0 ? s->clients[x->client] : NULL;
+	if (c && c->windowed)
+		proto_conn_send(&c->conn, PROTO_WINDOW, 0, x->local, f->payload, f->hdr.len);
+	else if (c)
+		stdin_flush(s, x);
+	return 0;
+}
+
+/* Output of a session from paddock-init with windows: within the credit, and granted again
+ * at once when nobody reads it, or once relayed when its client does not grant (grant_drained). */
+static int init_output(struct sup *s, struct sup_session *x, const struct proto_frame *f)
+{
+	int i = f->hdr.type == PROTO_STDERR;
+	if (proto_credit_take(&x->out_credit[i], f->hdr.len) < 0)
+		return -EBADMSG;
+	if (x->client < 0)
+		grant_init(s, x, i, f->hdr.len);
+	else if (!s->clients[x->client]->windowed)
+		x->owed[i] += f->hdr.len;
+	return 0;
 }
 
 /* One frame from paddock-init. Returns <0 when init misbehaves (the box is then killed). */
@@ -221,9 +357,14 @@ static int init_frame(struct sup *s, const struct proto_frame *f)
 	if (!x)
 		return 0; /* a session whose client left long ago */
 	switch (f->hdr.type) {
-	case PROTO_STARTED: case PROTO_STDOUT: case PROTO_STDERR:
-	case PROTO_EOF: case PROTO_EXIT: case PROTO_ERROR:
+	case PROTO_STDOUT: case PROTO_STDERR:
+		if (s->windowed && init_output(s, x, f) < 0)
+			return -EBADMSG;
 		break;
+	case PROTO_STARTED: case PROTO_EOF: case PROTO_EXIT: case PROTO_ERROR:
+		break;
+	case PROTO_WINDOW:
+		return init_window(s, x, f);
 	default:
 		return -EBADMSG;
 	}
@@ -314,15 +455,48 @@ static size_t max_client_backlog(struct sup *s)
 	return m;
 }
 
+/* Whether a client without windows has more stdin held here than we take from it. */
+static bool client_stdin_full(const struct sup *s, int idx)
+{
+	for (size_t i = 0; i < s->n_sessions; i++)
+		if (s->sessions[i].client == idx && s->sessions[i].in_q.len - s->sessions[i].in_q_off > SUP_UNWINDOWED_MAX)
+			return true;
+	return false;
+}
+
+/* Clients without windows whose queue drained: the output they were sent is granted to
+ * paddock-init again. */
+static void grant_drained(struct sup *s)
+{
+	for (size_t i = 0; s->windowed && i < s->n_sessions; i++) {
+		struct sup_session *x = &s->sessions[i];
+		struct sup_client *c = x->client >= 0 ? s->clients[x->client] : NULL;
+		if (!c || c->windowed || proto_conn_pending(&c->conn) > SUP_UNWINDOWED_MAX)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			grant_init(s, x, k, x->owed[k]);
+			x->owed[k] = 0;
+		}
+	}
+}
+
 static void flush_all(struct sup *s)
 {
-	proto_conn_flush(&s->init);
 	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
 		if (s->clients[i]) {
 			int r = proto_conn_flush(&s->clients[i]->conn);
 			if (r < 0 && r != -EAGAIN)
 				client_close(s, i);
+			/* with windows a client's queue only holds what it granted: one past the
+			 * high-water mark granted more than it reads, and is closed rather than
+			 * have paddock-init left unread (without windows, loop() stops reading it) */
+			else if (s->windowed && proto_conn_pending(&s->clients[i]->conn) > SUP_HIGH_WATER) {
+				fprintf(stderr, "paddock supervisor: a client granted more output than it reads; closed\n");
+				client_close(s, i);
+			}
 		}
+	grant_drained(s);
+	proto_conn_flush(&s->init);
 }
 
 static void notify_gone(struct sup *s, const char *why)
@@ -330,7 +504,8 @@ static void notify_gone(struct sup *s, const char *why)
 	for (size_t i = 0; i < s->n_sessions; i++)
 		if (s->sessions[i].client >= 0)
 			client_error(s->clients[s->sessions[i].client], s->sessions[i].local, EPIPE, why);
-	s->n_sessions = 0;
+	while (s->n_sessions)
+		session_drop(s, &s->sessions[0]);
 	for (int i = 0; i < SUP_MAX_CLIENTS; i++)
 		if (s->clients[i] && s->clients[i]->wants_stop_ack)
 			proto_conn_send(&s->clients[i]->conn, PROTO_ACK, 0, 0, NULL, 0);
@@ -350,7 +525,7 @@ static int loop(struct sup *s)
 		}
 		struct pollfd p[SUP_MAX_CLIENTS + 3];
 		int map[SUP_MAX_CLIENTS + 3], n = 0;
-		bool throttle = max_client_backlog(s) > SUP_HIGH_WATER;
+		bool throttle = !s->windowed && max_client_backlog(s) > SUP_HIGH_WATER;
 		p[n] = (struct pollfd){.fd = s->listen_fd, .events = s->stopping ? 0 : POLLIN}; map[n++] = -1;
 		p[n] = (struct pollfd){.fd = s->init.fd,
 			.events = (throttle ? 0 : POLLIN) | (proto_conn_pending(&s->init) ? POLLOUT : 0)}; map[n++] = -2;
@@ -358,8 +533,9 @@ static int loop(struct sup *s)
 		bool init_throttle = proto_conn_pending(&s->init) > SUP_HIGH_WATER;
 		for (int i = 0; i < SUP_MAX_CLIENTS; i++)
 			if (s->clients[i]) {
+				bool full = init_throttle || (s->windowed && !s->clients[i]->windowed && client_stdin_full(s, i));
 				p[n] = (struct pollfd){.fd = s->clients[i]->conn.fd,
-					.events = (init_throttle ? 0 : POLLIN) |
+					.events = (full ? 0 : POLLIN) |
 						  (proto_conn_pending(&s->clients[i]->conn) ? POLLOUT : 0)};
 				map[n++] = i;
 			}
@@ -514,6 +690,7 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 	store_save_state(box_dir, &st, NULL);
 	fd_set_nonblock(s.box.h.ctl_fd, true);
 	proto_conn_init(&s.init, s.box.h.ctl_fd);
+	s.windowed = sup_peer_minor >= PROTO_MINOR_WINDOW; /* and we announced PROTO_VERSION_MINOR */
 	report_ready(ready_fd, 0, NULL);
 	fprintf(stderr, "paddock supervisor: sandbox %s running (box pid %d)\n", s.spec.name, (int)s.box.h.pid);
 	loop(&s);

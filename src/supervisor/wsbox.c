@@ -16,6 +16,7 @@
 
 struct fed {
 	struct proto_conn conn;
+	struct proto_flow flow;
 	uint32_t stream;
 	int status;
 	bool done;
@@ -32,6 +33,12 @@ static int fed_frame(struct fed *f, const struct proto_frame *fr, pd_err *err)
 	const char *msg;
 	if (fr->hdr.stream != f->stream)
 		return pd_error_msg(err, EPROTO, "unexpected frame from paddock-init during copy-in");
+	int fl = proto_flow_recv(&f->flow, fr);
+	if (fl != 0)
+		return fl < 0 ? pd_error_msg(err, EPROTO, "paddock-init broke the flow control") : 0;
+	/* output is taken at once (kept, written or dropped): granted again as it comes */
+	if (fr->hdr.type == PROTO_STDOUT || fr->hdr.type == PROTO_STDERR)
+		proto_flow_delivered(&f->flow, &f->conn, f->stream, fr->hdr.type == PROTO_STDERR, fr->hdr.len);
 	switch (fr->hdr.type) {
 	case PROTO_STDERR:
 		if (f->errcap > f->errlen + 1) {
@@ -99,6 +106,7 @@ static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const cha
 		uint8_t zero = 0;
 		proto_conn_send(&f.conn, PROTO_EOF, 0, stream, &zero, 1);
 	}
+	proto_flow_start(&f.flow, &f.conn, stream, sup_peer_minor >= PROTO_MINOR_WINDOW);
 	int r = 0;
 	static uint8_t buf[PROTO_MAX_PAYLOAD]; /* one frame per read: fewer frames, fewer wake-ups */
 	/* The program runs in the box: one that stops moving (stopped by a process of the box,
@@ -106,7 +114,7 @@ static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const cha
 	 * for ever. Moving is any byte either way; a copy of any size keeps it. */
 	int64_t last = mono_ms();
 	while (r == 0 && !f.done) {
-		bool backlog = proto_conn_pending(&f.conn) > (1u << 20);
+		bool backlog = proto_conn_pending(&f.conn) > (1u << 20) || !proto_flow_stdin_room(&f.flow, 1);
 		struct pollfd p[2] = {
 			{.fd = ctl_fd, .events = POLLIN | (proto_conn_pending(&f.conn) ? POLLOUT : 0)},
 			{.fd = in_open && !backlog ? in_fd : -1, .events = POLLIN},
@@ -122,9 +130,11 @@ static int run_fed_out(int ctl_fd, uint32_t stream, char *const *argv, const cha
 		if (ready <= 0)
 			continue;
 		last = mono_ms();
-		if (p[1].revents) {
-			ssize_t n = read(in_fd, buf, sizeof(buf));
+		size_t room = proto_flow_stdin_room(&f.flow, sizeof(buf));
+		if (p[1].revents && room > 0) {
+			ssize_t n = read(in_fd, buf, room);
 			if (n > 0) {
+				proto_flow_stdin_sent(&f.flow, (size_t)n);
 				proto_conn_send(&f.conn, PROTO_STDIN, 0, stream, buf, (uint32_t)n);
 				if (bar)
 					ws_progress_update(bar, fed += (uint64_t)n);

@@ -282,6 +282,63 @@ t_eighty_execs_at_once_and_a_stop() {
 	pd rm c2
 	assert_eq "$(cgroups_at "$leaf")" ""
 }
+# The client's position in the file it reads as stdin (its fd 0)
+stdin_pos() { awk '/^pos:/ {print $2}' "/proc/$1/fdinfo/0"; }
+# Another session of box $1 (by $PADDOCK, or by the command in $2) runs at once: its output
+# and its status come back within 15 s
+another_session_runs() {
+	local out st=0 t0=$SECONDS
+	out=$(timeout -k 1 30 ${2:-"$PADDOCK"} exec "$1" -- sh -c 'echo ok; exit 3') || st=$?
+	assert_eq "$out" "ok"
+	assert_eq "$st" 3
+	[ $((SECONDS - t0)) -lt 15 ] || fail "another session of $1 took $((SECONDS - t0)) s"
+}
+# One session whose command never reads its stdin while its client pours data in: the box
+# takes about a window of it, the client stops reading, and another session of the box still
+# runs at once, with its output and its status (paddock-init stopped reading its whole control
+# channel once 1 MiB of one session's stdin waited, and every other session froze)
+t_a_backed_up_stdin_stalls_only_its_own_session() {
+	pd create --workspace none fl1 >/dev/null
+	truncate -s 1G "$PADDOCK_HOME/zeros"
+	"$PADDOCK" exec fl1 -- sleep 1000 <"$PADDOCK_HOME/zeros" >/dev/null 2>&1 &
+	local a=$! pos=-1 now st=0
+	# until the client reads no more of it
+	for _ in $(seq 100); do
+		sleep 0.3
+		now=$(stdin_pos $a)
+		[ "$now" = "$pos" ] && [ "$now" -gt 0 ] && break
+		pos=$now
+	done
+	another_session_runs fl1
+	[ "$pos" -gt 0 ] && [ "$pos" -lt $((4 << 20)) ] || fail "the client read $pos bytes of a stdin nobody takes"
+	# the stalled session itself still takes its signals, and ends with its status
+	kill -TERM $a
+	st=0
+	timeout 30 tail --pid=$a -f /dev/null || fail "the stalled session did not end on TERM"
+	wait $a || st=$?
+	assert_eq "$st" 143
+	pd rm -f fl1 >/dev/null
+}
+# A client that stops reading a flood of output (one blocked writing to a FIFO nobody reads,
+# one SIGSTOPped): another session of the box still runs at once (the supervisor stopped
+# reading paddock-init once 8 MiB waited for one client, and every session's output froze)
+t_a_stalled_output_reader_stalls_only_its_own_session() {
+	pd create --workspace none fl2 >/dev/null
+	mkfifo "$PADDOCK_HOME/fifo"
+	exec 3<>"$PADDOCK_HOME/fifo" # a reader that never reads
+	"$PADDOCK" exec fl2 -- cat /dev/zero >"$PADDOCK_HOME/fifo" 2>/dev/null &
+	local a=$!
+	"$PADDOCK" exec fl2 -- cat /dev/zero >/dev/null 2>&1 &
+	local b=$!
+	sleep 1
+	kill -STOP $b
+	sleep 3 # the floods fill whatever they can
+	another_session_runs fl2
+	kill -KILL $a $b
+	wait $a $b 2>/dev/null || true
+	exec 3<&-
+	pd rm -f fl2 >/dev/null
+}
 t_concurrent_lifecycle_calls_are_serialised() {
 	pd create c2 >/dev/null
 	local i

@@ -96,6 +96,7 @@ static void run_exec(int fd, uint8_t *buf, char *const argv[], struct exec_resul
 	struct proto_buf b = {0};
 	proto_encode_exec(&b, argv, envp, "/", "root", false, 0, 0);
 	assert_int_equal(proto_send(fd, PROTO_EXEC, 0, 1, b.data, (uint32_t)b.len), 0);
+	assert_int_equal(proto_send_windows(fd, 1, PROTO_WINDOW_MAX), 0);
 	proto_buf_free(&b);
 	*res = (struct exec_result){0};
 	uint64_t deadline = now_ms() + EXEC_WAIT_MS;

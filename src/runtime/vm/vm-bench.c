@@ -135,7 +135,7 @@ static void exec_true(int fd, uint8_t *buf)
 	char *argv[] = {"/bin/true", NULL}, *envp[] = {NULL};
 	struct proto_buf b = {0};
 	proto_encode_exec(&b, argv, envp, "/", "root", false, 0, 0);
-	if (proto_send(fd, PROTO_EXEC, 0, 1, b.data, (uint32_t)b.len) < 0)
+	if (proto_send(fd, PROTO_EXEC, 0, 1, b.data, (uint32_t)b.len) < 0 || proto_send_windows(fd, 1, 65536) < 0)
 		die("send EXEC", NULL);
 	proto_buf_free(&b);
 	struct proto_frame f;
