@@ -499,12 +499,20 @@ int proto_send(int fd, uint16_t type, uint16_t flags, uint32_t stream, const voi
 	return r;
 }
 
+uint16_t proto_minor(void)
+{
+	const char *t = getenv("PADDOCK_TESTING"), *m = getenv("PADDOCK_TEST_PROTO_MINOR");
+	if (t && streq(t, "1") && m && m[0] >= '0' && m[0] < '0' + PROTO_VERSION_MINOR && !m[1])
+		return (uint16_t)(m[0] - '0');
+	return PROTO_VERSION_MINOR;
+}
+
 int proto_send_hello(int fd)
 {
 	uint8_t p[8];
 	proto_put_u32(p, PROTO_MAGIC);
 	proto_put_u16(p + 4, PROTO_VERSION_MAJOR);
-	proto_put_u16(p + 6, PROTO_VERSION_MINOR);
+	proto_put_u16(p + 6, proto_minor());
 	return proto_send(fd, PROTO_HELLO, 0, 0, p, sizeof(p));
 }
 

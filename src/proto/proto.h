@@ -212,6 +212,9 @@ void proto_flow_delivered(struct proto_flow *fl, struct proto_conn *c, uint32_t 
 
 /* Blocking helpers for simple request/answer exchanges. */
 int proto_send(int fd, uint16_t type, uint16_t flags, uint32_t stream, const void *payload, uint32_t len);
+/* The minor this process announces: PROTO_VERSION_MINOR, or a lower one named by
+ * PADDOCK_TEST_PROTO_MINOR when PADDOCK_TESTING=1 (a test standing in for an older peer). */
+uint16_t proto_minor(void);
 int proto_send_hello(int fd);
 /* After an EXEC on stream: grants its stdout and stderr n bytes each (paddock-init reads no
  * output, nor sees its end, without credit) — for a requester that takes everything it is

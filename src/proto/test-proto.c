@@ -332,6 +332,23 @@ static void test_conn_pipe(void **state)
 	proto_conn_free(&r);
 }
 
+static void test_minor(void **state)
+{
+	(void)state;
+	unsetenv("PADDOCK_TESTING");
+	setenv("PADDOCK_TEST_PROTO_MINOR", "1", 1);
+	assert_int_equal(proto_minor(), PROTO_VERSION_MINOR); /* only in tests */
+	setenv("PADDOCK_TESTING", "1", 1);
+	assert_int_equal(proto_minor(), 1);
+	const char *other[] = {"2", "9", "01", "", "x"}; /* never a newer one, nor garbage */
+	for (size_t i = 0; i < ARRAY_SIZE(other); i++) {
+		setenv("PADDOCK_TEST_PROTO_MINOR", other[i], 1);
+		assert_int_equal(proto_minor(), PROTO_VERSION_MINOR);
+	}
+	unsetenv("PADDOCK_TESTING");
+	unsetenv("PADDOCK_TEST_PROTO_MINOR");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -340,7 +357,7 @@ int main(void)
 		cmocka_unit_test(test_exec_rejects),   cmocka_unit_test(test_error_roundtrip),
 		cmocka_unit_test(test_conn_pipe),      cmocka_unit_test(test_check_input),
 		cmocka_unit_test(test_window_decode),  cmocka_unit_test(test_credit),
-		cmocka_unit_test(test_flow),
+		cmocka_unit_test(test_flow),           cmocka_unit_test(test_minor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

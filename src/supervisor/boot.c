@@ -93,7 +93,7 @@ static int greet(int fd, int64_t deadline, pd_err *err)
 		return pd_error_msg(err, EPROTO, "paddock-init sent a malformed greeting");
 	if (major != PROTO_VERSION_MAJOR)
 		return pd_error_msg(err, EPROTO, "paddock-init speaks protocol %u, expected %u", major, PROTO_VERSION_MAJOR);
-	sup_peer_minor = minor;
+	sup_peer_minor = minor < proto_minor() ? minor : proto_minor();
 	r = proto_send_hello(fd);
 	return r < 0 ? pd_error(err, r, "cannot greet paddock-init") : 0;
 }

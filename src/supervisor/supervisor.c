@@ -399,7 +399,7 @@ static void accept_client(struct sup *s)
 		proto_put_u32(p, PROTO_MAGIC);
 		proto_put_u16(p + 4, PROTO_VERSION_MAJOR);
 		/* what this supervisor and its box's init both speak: frames are relayed as they are */
-		proto_put_u16(p + 6, sup_peer_minor < PROTO_VERSION_MINOR ? sup_peer_minor : PROTO_VERSION_MINOR);
+		proto_put_u16(p + 6, sup_peer_minor);
 		proto_conn_send(&c->conn, PROTO_HELLO, 0, 0, p, 8);
 		s->clients[i] = c;
 		return;
@@ -612,7 +612,7 @@ int sup_connect(const char *box_dir, pd_err *err)
 	if (r == 0 && (proto_decode_hello(&f, &ma, &mi) < 0 || ma != PROTO_VERSION_MAJOR))
 		r = -EPROTO;
 	if (r == 0)
-		sup_peer_minor = mi;
+		sup_peer_minor = mi < proto_minor() ? mi : proto_minor();
 	if (r == 0)
 		r = proto_send_hello(fd);
 	if (r == -EAGAIN)
@@ -690,7 +690,7 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 	store_save_state(box_dir, &st, NULL);
 	fd_set_nonblock(s.box.h.ctl_fd, true);
 	proto_conn_init(&s.init, s.box.h.ctl_fd);
-	s.windowed = sup_peer_minor >= PROTO_MINOR_WINDOW; /* and we announced PROTO_VERSION_MINOR */
+	s.windowed = sup_peer_minor >= PROTO_MINOR_WINDOW; /* both announced it */
 	report_ready(ready_fd, 0, NULL);
 	fprintf(stderr, "paddock supervisor: sandbox %s running (box pid %d)\n", s.spec.name, (int)s.box.h.pid);
 	loop(&s);

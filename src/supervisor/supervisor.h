@@ -53,9 +53,10 @@ int supervisor_spawn(const char *box_dir, pd_err *err);
 /* Connects to a running box's control socket and completes the handshake. */
 int sup_connect(const char *box_dir, pd_err *err);
 
-/* The protocol minor version of the last peer this process greeted: paddock-init for a
- * supervisor (and for `run --rm`, its own supervisor), the supervisor for a CLI. A frame that
- * needs a newer minor is sent only to a peer that speaks it (proto.h). */
+/* The protocol minor version that this process and the last peer it greeted both speak (the
+ * lower of the two they announced): with paddock-init for a supervisor (and for `run --rm`,
+ * its own supervisor), with the supervisor for a CLI. A frame that needs a newer minor is sent
+ * only to a peer that speaks it, and windows are used only when both do (proto.h). */
 extern uint16_t sup_peer_minor;
 
 /* Set (to the signal's number) by a process that boots a box in its own signal handler

@@ -339,6 +339,49 @@ t_a_stalled_output_reader_stalls_only_its_own_session() {
 	exec 3<&-
 	pd rm -f fl2 >/dev/null
 }
+# A peer of protocol minor 1 (an older paddock: no windows), stood in for by PADDOCK_TESTING=1
+# PADDOCK_TEST_PROTO_MINOR=1
+OLDER="env PADDOCK_TESTING=1 PADDOCK_TEST_PROTO_MINOR=1 $PADDOCK"
+# The pipes of box $1 through the CLI command $2: 20 MB of random bytes through stdin and
+# stdout, and through stderr, unchanged; a status comes back
+pipes_round_trip() {
+	head -c 20000000 /dev/urandom >data
+	assert_eq "$($2 exec "$1" -- cat <data | sha256sum)" "$(sha256sum <data)"
+	assert_eq "$($2 exec "$1" -- sh -c 'cat >&2' <data 2>&1 >/dev/null | sha256sum)" "$(sha256sum <data)"
+	assert_status 3 $2 exec "$1" -- sh -c 'exit 3'
+}
+# An older CLI on a supervisor whose box speaks windows: the supervisor grants and holds in its
+# place. Pipes stay binary-clean both ways, statuses come back, and a stalled session of the
+# older CLI (stdin nobody takes; output nobody reads) still stalls only itself.
+t_an_older_client_on_a_box_with_windows() {
+	pd create --workspace none ow1 >/dev/null
+	pipes_round_trip ow1 "$OLDER"
+	truncate -s 1G zeros
+	$OLDER exec ow1 -- sleep 1000 <zeros >/dev/null 2>&1 &
+	local a=$!
+	$OLDER exec ow1 -- cat /dev/zero >/dev/null 2>&1 &
+	local b=$!
+	sleep 1
+	kill -STOP $b
+	sleep 3
+	another_session_runs ow1
+	another_session_runs ow1 "$OLDER"
+	local pos
+	pos=$(stdin_pos $a)
+	[ "$pos" -lt $((8 << 20)) ] || fail "the supervisor took $pos bytes of a stdin nobody takes"
+	kill -KILL $a $b
+	wait $a $b 2>/dev/null || true
+	pd rm -f ow1 >/dev/null
+}
+# A box whose supervisor and init are older (minor 1 there: no windows anywhere): this CLI
+# speaks the old way to it, binary-clean, with its statuses
+t_a_box_of_an_older_supervisor() {
+	$OLDER create --workspace none os1 >/dev/null
+	pipes_round_trip os1 "$PADDOCK"
+	assert_eq "$(pd exec os1 -- head -c 5000000 /dev/zero | wc -c)" "5000000"
+	assert_eq "$(pd exec os1 -- sh -c 'echo out; echo err >&2' 2>&1 | sort | tr '\n' ' ')" "err out "
+	pd rm -f os1 >/dev/null
+}
 t_concurrent_lifecycle_calls_are_serialised() {
 	pd create c2 >/dev/null
 	local i
