@@ -32,6 +32,10 @@
  * every session is taken */
 #define SUP_MAX_CLIENTS (SUP_MAX_SESSIONS + 16)
 #define SUP_HIGH_WATER (8u << 20)
+/* Sessions that lost their client and live on (their process ignores SIGHUP) are kept up to
+ * this many, their output dropped; past it the oldest is killed: such sessions would
+ * otherwise hold their slots for ever, and in the end every new exec would be refused */
+#define SUP_MAX_ORPHANS 32
 /* A client without windows, with paddock-init on them: its stdin held here beyond which we
  * stop reading it, and its queue at or below which the output it was sent counts as drained */
 #define SUP_UNWINDOWED_MAX (1u << 20)
@@ -46,6 +50,8 @@ struct sup_client {
 struct sup_session {
 	uint32_t global, local;
 	int client; /* index into clients, -1 when the client went away */
+	uint64_t orphaned; /* once it has no client: in which order it lost it (1, 2, ...) */
+	bool killed;       /* an orphan past SUP_MAX_ORPHANS, sent SIGKILL */
 	/* with paddock-init on windows (sup.windowed): */
 	uint32_t in_credit;     /* stdin bytes paddock-init takes now */
 	uint32_t out_credit[2]; /* stdout, stderr bytes paddock-init may still send */
@@ -65,6 +71,7 @@ struct sup {
 	struct sup_session sessions[SUP_MAX_SESSIONS];
 	size_t n_sessions;
 	uint32_t next_global;
+	uint64_t orphans; /* sessions that ever lost their client */
 	bool windowed; /* paddock-init announced windows (and so did we) */
 	bool stopping, box_gone, stop_killed;
 	int64_t stop_deadline; /* stopping: when the box is killed if its init has not ended it */
@@ -142,11 +149,42 @@ static void stdin_queue(struct sup *s, struct sup_session *x, const struct proto
 	stdin_flush(s, x);
 }
 
+static void session_signal(struct sup *s, const struct sup_session *x, int sig)
+{
+	uint8_t p[4];
+	proto_put_u32(p, (uint32_t)sig);
+	proto_conn_send(&s->init, PROTO_SIGNAL, 0, x->global, p, 4);
+}
+
+/* Kills the oldest orphans while there are more than SUP_MAX_ORPHANS alive. */
+static void orphans_bound(struct sup *s)
+{
+	for (;;) {
+		struct sup_session *oldest = NULL;
+		size_t alive = 0;
+		for (size_t i = 0; i < s->n_sessions; i++) {
+			struct sup_session *x = &s->sessions[i];
+			if (!x->orphaned || x->killed)
+				continue;
+			alive++;
+			if (!oldest || x->orphaned < oldest->orphaned)
+				oldest = x;
+		}
+		if (alive <= SUP_MAX_ORPHANS)
+			return;
+		fprintf(stderr, "paddock supervisor: session %u lost its client and outlived its SIGHUP; killed "
+			"(more than %d such sessions)\n", oldest->global, SUP_MAX_ORPHANS);
+		session_signal(s, oldest, SIGKILL);
+		oldest->killed = true;
+	}
+}
+
 /* The session lost its client: what it still had queued is dropped, and paddock-init may
  * send its output (dropped as it comes) a whole window ahead again. */
 static void session_orphan(struct sup *s, struct sup_session *x)
 {
 	x->client = -1;
+	x->orphaned = ++s->orphans;
 	proto_buf_free(&x->in_q);
 	x->in_q_off = 0;
 	x->in_q_eof = false;
@@ -172,11 +210,10 @@ static void client_close(struct sup *s, int idx)
 		if (s->sessions[i].client != idx)
 			continue;
 		/* the client hung up: hang up its session like a closed terminal would */
-		uint8_t sig[4];
-		proto_put_u32(sig, SIGHUP);
-		proto_conn_send(&s->init, PROTO_SIGNAL, 0, s->sessions[i].global, sig, 4);
+		session_signal(s, &s->sessions[i], SIGHUP);
 		session_orphan(s, &s->sessions[i]);
 	}
+	orphans_bound(s);
 	proto_conn_free(&c->conn);
 	free(c);
 	s->clients[idx] = NULL;

@@ -382,6 +382,37 @@ t_a_box_of_an_older_supervisor() {
 	assert_eq "$(pd exec os1 -- sh -c 'echo out; echo err >&2' 2>&1 | sort | tr '\n' ' ')" "err out "
 	pd rm -f os1 >/dev/null
 }
+# Sessions whose client went away and whose process ignores SIGHUP: their output is dropped
+# (one writes 20 MB nobody reads and goes on), and at most 32 of them are kept — the oldest
+# beyond are killed — so the box still takes new sessions. Each used to keep its slot for
+# ever: past 256 of them, every exec was refused until the box stopped.
+t_sessions_that_lost_their_client_do_not_fill_the_box() {
+	pd_only ns "300 sessions, each a CLI process and a program in the box, take minutes under TCG"
+	pd create --workspace none or1 >/dev/null
+	local batch i pids=() started=$PADDOCK_HOME/started
+	"$PADDOCK" exec or1 -- sh -c 'trap "" HUP; echo started; sleep 1; head -c 20000000 /dev/zero; touch /tmp/wrote
+		exec sleep 1000' >"$started.0" &
+	for _ in $(seq 100); do [ -s "$started.0" ] && break; sleep 0.1; done
+	kill -KILL $!
+	for _ in $(seq 100); do pd exec or1 -- test -e /tmp/wrote && break; sleep 0.2; done
+	pd exec or1 -- test -e /tmp/wrote || fail "the output of a session without its client was not dropped"
+	for batch in 1 2 3; do
+		pids=()
+		for i in $(seq 100); do
+			"$PADDOCK" exec or1 -- sh -c 'trap "" HUP; echo started; exec sleep 1000' >>"$started.$batch" 2>&1 &
+			pids+=($!)
+		done
+		for _ in $(seq 300); do [ "$(grep -c started "$started.$batch")" -ge 100 ] && break; sleep 0.1; done
+		kill -KILL "${pids[@]}" 2>/dev/null || true
+		wait "${pids[@]}" 2>/dev/null || true
+	done
+	assert_eq "$(timeout -k 1 30 "$PADDOCK" exec or1 -- echo ok 2>&1)" "ok"
+	local count='cat /proc/[0-9]*/comm 2>/dev/null | grep -c "^sleep$"'
+	for _ in $(seq 100); do [ "$(pd exec or1 -- sh -c "$count")" -le 32 ] && break; sleep 0.1; done
+	assert_eq "$(pd exec or1 -- sh -c "$count")" 32
+	assert_contains "$(pd logs or1)" "lost its client and outlived its SIGHUP; killed"
+	pd rm -f or1 >/dev/null
+}
 t_concurrent_lifecycle_calls_are_serialised() {
 	pd create c2 >/dev/null
 	local i
