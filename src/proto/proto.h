@@ -195,8 +195,9 @@ struct proto_flow {
 	uint32_t out_credit[2]; /* stdout, stderr bytes the box may still send */
 	uint32_t owed[2];       /* delivered output not granted again yet */
 };
-/* Output of one session a requester lets be on its way (each of stdout and stderr). */
-#define PROTO_FLOW_WINDOW (256u << 10)
+/* Output of one session a requester lets be on its way (each of stdout and stderr): 1 MiB
+ * keeps `exec … | wc` at the speed it had without windows (256 KiB lost ~15% of it here). */
+#define PROTO_FLOW_WINDOW (1024u << 10)
 /* Right after the EXEC: grants the session's stdout and stderr PROTO_FLOW_WINDOW each. */
 void proto_flow_start(struct proto_flow *fl, struct proto_conn *c, uint32_t stream, bool on);
 /* How many of want stdin bytes may go now (want when off), and their sending. */
