@@ -387,7 +387,7 @@ t_a_box_of_an_older_supervisor() {
 # beyond are killed — so the box still takes new sessions. Each used to keep its slot for
 # ever: past 256 of them, every exec was refused until the box stopped.
 t_sessions_that_lost_their_client_do_not_fill_the_box() {
-	pd_only ns "300 sessions, each a CLI process and a program in the box, take minutes under TCG"
+	pd_only ns "the supervisor does this alike on every backend; 300 sessions take minutes under TCG"
 	pd create --workspace none or1 >/dev/null
 	local batch i pids=() started=$PADDOCK_HOME/started
 	"$PADDOCK" exec or1 -- sh -c 'trap "" HUP; echo started; sleep 1; head -c 20000000 /dev/zero; touch /tmp/wrote
