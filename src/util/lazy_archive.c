@@ -354,6 +354,11 @@ int archive_write_set_format_pax_restricted(struct archive *a0)
 	return PD_LAZY(&lib, archive_write_set_format_pax_restricted)(a0);
 }
 
+int archive_write_open(struct archive *a0, void *a1, archive_open_callback *a2, archive_write_callback *a3, archive_close_callback *a4)
+{
+	return PD_LAZY(&lib, archive_write_open)(a0, a1, a2, a3, a4);
+}
+
 int pd_lazy_load_archive(const char **ret_why)
 {
 	return pd_lazy_load(&lib, ret_why);

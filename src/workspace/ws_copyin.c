@@ -25,6 +25,7 @@ struct copyin {
 	bool dw_failed;  /* it stopped on an error (described by ws_dirwriter_finish) */
 	const struct ws_copyin_opts *o;
 	uint64_t read;   /* bytes of the project read so far */
+	bool cut;        /* the copy failed: what libarchive still writes (its end) goes nowhere */
 };
 
 static int tar_error(struct copyin *c, pd_err *err, const char *path)
@@ -180,13 +181,13 @@ static int header(struct copyin *c, struct archive_entry *ae, const struct ws_en
 	return archive_write_header(c->a, ae) == ARCHIVE_OK ? 0 : tar_error(c, err, e->path);
 }
 
-static struct archive *open_writer(int out_fd, pd_err *err);
+static struct archive *open_writer(struct copyin *c, pd_err *err);
 
 static int ci_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st, pd_err *err)
 {
 	struct copyin *c = ud;
 	/* the writer (and with it libarchive, loaded on first use) only once there is an entry */
-	if (!c->dw && !c->a && !(c->a = open_writer(c->out_fd, err)))
+	if (!c->dw && !c->a && !(c->a = open_writer(c, err)))
 		return -EIO;
 	_cleanup_free_ char *cfg = NULL;
 	size_t cfglen = 0;
@@ -206,7 +207,24 @@ static int ci_emit(void *ud, struct ws_entry *e, int fd, const struct stat *st, 
 	return tar_file(c, e, fd, cfg, err);
 }
 
-static struct archive *open_writer(int out_fd, pd_err *err)
+/* The stream's sink: out_fd, until the copy is cut. A failed copy must not end with the
+ * end-of-archive marker (a cut stream would look complete), and archive_write_fail() skips
+ * the close that frees libarchive's block buffer (256 KiB leaked per failed copy-in): so the
+ * writer is closed normally and this sink drops what comes after the cut. */
+static la_ssize_t ci_write(struct archive *a, void *ud, const void *buf, size_t n)
+{
+	struct copyin *c = ud;
+	if (c->cut)
+		return (la_ssize_t)n;
+	ssize_t w;
+	while ((w = write(c->out_fd, buf, n)) < 0 && errno == EINTR)
+		;
+	if (w < 0)
+		archive_set_error(a, errno, "cannot write the tar stream");
+	return w;
+}
+
+static struct archive *open_writer(struct copyin *c, pd_err *err)
 {
 	struct archive *a = archive_write_new();
 	if (!a)
@@ -217,7 +235,7 @@ static struct archive *open_writer(int out_fd, pd_err *err)
 	    /* big blocks: one write (and one wake-up of the reader) per 256 KiB, not per 10 KiB */
 	    archive_write_set_bytes_per_block(a, COPYIN_BLOCK) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-	    archive_write_open_fd(a, out_fd) != ARCHIVE_OK) {
+	    archive_write_open(a, c, NULL, ci_write, NULL) != ARCHIVE_OK) {
 		pd_error_msg(err, EIO, "cannot start the tar stream: %s", archive_error_string(a));
 		archive_write_free(a);
 		return NULL;
@@ -270,9 +288,10 @@ int ws_copyin(int rootfd, int out_fd, const struct ws_copyin_opts *o,
 			pd_error(err, r, "cannot write the tar stream");
 			ws_manifest_free(ret_manifest);
 		}
-	} else if (r < 0) /* no end-of-archive marker: a cut stream must not look complete */
-		archive_write_fail(c.a);
-	else if (archive_write_close(c.a) != ARCHIVE_OK) {
+	} else if (r < 0) { /* no end-of-archive marker: a cut stream must not look complete */
+		c.cut = true;
+		(void)archive_write_close(c.a);
+	} else if (archive_write_close(c.a) != ARCHIVE_OK) {
 		r = tar_error(&c, err, "the end of the stream");
 		ws_manifest_free(ret_manifest);
 	}
