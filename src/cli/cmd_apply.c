@@ -183,7 +183,7 @@ int cmd_apply(int argc, char **argv)
 	 * applied"); one a diff showed stays, for a rerun with --force. An apply cut short keeps
 	 * it either way, for its rerun to finish */
 	if (r == 0 && !saved && !a.o.dry_run)
-		wsnap_forget(&s);
+		(void)wsnap_forget(&s);
 	bool clean = r == 0 && rep.count[WS_CONFLICT] == 0 && rep.count[WS_REFUSED_ENTRY] == 0 &&
 		     rep.count[WS_FAILED] == 0 && rep.count[WS_SKIPPED_EXEC] == 0;
 	ws_apply_report_free(&rep);

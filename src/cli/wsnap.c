@@ -339,11 +339,12 @@ int wsnap_save_base(const struct wsnap *s, const struct ws_manifest *m, pd_err *
 	return ws_manifest_save_nosync(m, s->box_fd, base, err);
 }
 
-void wsnap_forget(const struct wsnap *s)
+int wsnap_forget(const struct wsnap *s)
 {
 	_cleanup_free_ char *saved = snap_file(s, WSNAP_BOX_MANIFEST), *notes = snap_file(s, WSNAP_BOX_NOTES);
-	(void)unlinkat(s->box_fd, saved, 0);
-	(void)unlinkat(s->box_fd, notes, 0);
+	if ((unlinkat(s->box_fd, saved, 0) < 0 && errno != ENOENT) || (unlinkat(s->box_fd, notes, 0) < 0 && errno != ENOENT))
+		return -errno;
+	return 0;
 }
 
 int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err)
@@ -360,9 +361,8 @@ int wsnap_take(const char *name, const char *mount, struct wsnap *s, pd_err *err
 		r = pd_error_msg(err, ESRCH, "sandbox '%s' is not running; start it with 'paddock start %s'", name, name);
 	_cleanup_free_ char *saved = snap_file(s, WSNAP_BOX_MANIFEST), *notes = snap_file(s, WSNAP_BOX_NOTES);
 	/* the saved snapshot goes first: its staged content is about to be replaced */
-	if (r == 0 && ((unlinkat(s->box_fd, saved, 0) < 0 && errno != ENOENT) ||
-		       (unlinkat(s->box_fd, notes, 0) < 0 && errno != ENOENT)))
-		r = pd_error(err, errno, "cannot remove the previous snapshot");
+	if (r == 0 && (r = wsnap_forget(s)) < 0)
+		pd_error(err, r, "cannot remove the previous snapshot");
 	if (r == 0) /* and the paths its diff was limited to: they belong to it */
 		r = wsnap_save_paths(s, NULL, err);
 	if (r == 0)

@@ -35,8 +35,8 @@ int wsnap_mount_find(int box_fd, const char *name, const char *mount, int *ret_i
  * shows is what apply applies. */
 int wsnap_take(const char *name, const char *mount, struct wsnap *ret, pd_err *err);
 /* Forgets the saved snapshot of s (one `apply` took for itself and applied): a later apply
- * takes its own instead of reapplying this one as if a diff had shown it. Best effort. */
-void wsnap_forget(const struct wsnap *s);
+ * takes its own instead of reapplying this one as if a diff had shown it. 0 or -errno. */
+int wsnap_forget(const struct wsnap *s);
 /* Replaces the baseline of s (what the box's diff and apply start from) with m: an apply's
  * ws_apply_opts.ret_base. */
 int wsnap_save_base(const struct wsnap *s, const struct ws_manifest *m, pd_err *err);
