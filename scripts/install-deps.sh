@@ -5,7 +5,7 @@
 set -eu
 
 BUILD="build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
-       libseccomp-dev libslirp-dev libglib2.0-dev libarchive-dev libcjson-dev libssl-dev
+       libseccomp-dev libslirp-dev libglib2.0-dev libarchive-dev libcjson-dev nettle-dev
        libhttp-parser-dev libcap-dev liblz4-dev liblzma-dev libzstd-dev libcurl4-openssl-dev"
 RUN="uidmap iproute2 procps util-linux ca-certificates tar git
      qemu-system-x86 qemu-utils e2fsprogs mmdebstrap"

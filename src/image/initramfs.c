@@ -2,7 +2,7 @@
  * (see initramfs.h). */
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <sys/stat.h>
 
 #include "guest/vmboot.h"
@@ -172,13 +172,12 @@ int initramfs_build(const struct initramfs_plan *p, struct cpio_buf *ret, pd_err
 /* The cache key: the init bytes and the module list (the kernel dir is per release). */
 static char *plan_key(const uint8_t *init, size_t init_len, const char *order)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || !EVP_DigestUpdate(ctx, init, init_len) ||
-	    !EVP_DigestUpdate(ctx, order, strlen(order)) || !EVP_DigestFinal_ex(ctx, md, &mdlen))
-		abort(); /* only fails on allocation failure */
-	EVP_MD_CTX_free(ctx);
+	uint8_t md[SHA256_DIGEST_SIZE];
+	struct sha256_ctx c;
+	sha256_init(&c);
+	sha256_update(&c, init_len, init);
+	sha256_update(&c, strlen(order), (const uint8_t *)order);
+	sha256_digest(&c, sizeof(md), md);
 	char *hex = xmalloc(33);
 	hex_encode(md, 16, hex);
 	return hex;

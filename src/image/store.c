@@ -2,7 +2,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -146,18 +146,20 @@ static void hex_digest(const unsigned char *md, char ret[OCI_DIGEST_LEN + 1])
 
 void img_sha256_digest(const void *buf, size_t len, char ret[OCI_DIGEST_LEN + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
-	if (!EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-		abort(); /* sha256 in memory cannot fail short of allocation failure */
+	uint8_t md[SHA256_DIGEST_SIZE];
+	struct sha256_ctx c;
+	sha256_init(&c);
+	sha256_update(&c, len, buf);
+	sha256_digest(&c, sizeof(md), md);
 	hex_digest(md, ret);
 }
 
 int img_layer_diff_id(int fd, uint64_t max_bytes, char ret[OCI_DIGEST_LEN + 1], pd_err *err)
 {
 	struct archive *a = archive_read_new();
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	if (!a || !md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+	struct sha256_ctx md;
+	sha256_init(&md);
+	if (!a)
 		abort(); /* out of memory */
 	/* the same decompressors the applier accepts; "raw": the decompressed bytes as they are */
 	layer_read_support_filters(a);
@@ -177,17 +179,14 @@ int img_layer_diff_id(int fd, uint64_t max_bytes, char ret[OCI_DIGEST_LEN + 1], 
 		else if ((total += (uint64_t)n) > max_bytes)
 			r = pd_error_msg(err, EFBIG, "the layer decompresses to more than %llu bytes",
 					 (unsigned long long)max_bytes);
-		else if (!EVP_DigestUpdate(md, buf, (size_t)n))
-			abort();
+		else
+			sha256_update(&md, (size_t)n, (const uint8_t *)buf);
 	}
-	unsigned char out[EVP_MAX_MD_SIZE];
-	unsigned outlen = 0;
+	uint8_t out[SHA256_DIGEST_SIZE];
 	if (r == 0) {
-		if (!EVP_DigestFinal_ex(md, out, &outlen) || outlen != 32)
-			abort();
+		sha256_digest(&md, sizeof(out), out);
 		hex_digest(out, ret);
 	}
-	EVP_MD_CTX_free(md);
 	archive_read_free(a);
 	return r;
 }
@@ -225,7 +224,7 @@ struct img_blob_writer {
 	int tmpfd;          /* the store's tmp/, opened without following symlinks */
 	char tmp[WS_TMP_NAME_MAX];  /* the blob's name in it, "" once renamed */
 	int fd;
-	EVP_MD_CTX *md;
+	struct sha256_ctx md;
 	uint64_t size, max;
 };
 
@@ -239,7 +238,6 @@ void img_blob_writer_abort(struct img_blob_writer *w)
 		unlinkat(w->tmpfd, w->tmp, 0);
 	if (w->tmpfd >= 0)
 		close(w->tmpfd);
-	EVP_MD_CTX_free(w->md);
 	free(w);
 }
 
@@ -258,11 +256,7 @@ int img_blob_writer_new(struct img_store *s, uint64_t max, struct img_blob_write
 		img_blob_writer_abort(w);
 		return r;
 	}
-	w->md = EVP_MD_CTX_new();
-	if (!w->md || !EVP_DigestInit_ex(w->md, EVP_sha256(), NULL)) {
-		img_blob_writer_abort(w);
-		return pd_error_msg(err, ENOMEM, "cannot initialise sha256");
-	}
+	sha256_init(&w->md);
 	*ret = w;
 	return 0;
 }
@@ -272,8 +266,7 @@ int img_blob_writer_write(struct img_blob_writer *w, const void *buf, size_t len
 	if (len > w->max - w->size)
 		return pd_error_msg(err, EFBIG, "blob larger than %llu bytes", (unsigned long long)w->max);
 	w->size += len;
-	if (!EVP_DigestUpdate(w->md, buf, len))
-		return pd_error_msg(err, EIO, "sha256 update failed");
+	sha256_update(&w->md, len, buf);
 	int r = fd_write_all(w->fd, buf, len);
 	return r < 0 ? pd_error(err, r, "cannot write %s/tmp/%s", w->s->dir, w->tmp) : 0;
 }
@@ -281,22 +274,18 @@ int img_blob_writer_write(struct img_blob_writer *w, const void *buf, size_t len
 int img_blob_writer_commit(struct img_blob_writer *w, const char *expect_digest, uint64_t expect_size,
 			   char ret_digest[OCI_DIGEST_LEN + 1], uint64_t *ret_size, pd_err *err)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
+	uint8_t md[SHA256_DIGEST_SIZE];
 	char digest[OCI_DIGEST_LEN + 1];
 	int r = 0;
-	if (!EVP_DigestFinal_ex(w->md, md, &mdlen) || mdlen != 32)
-		r = pd_error_msg(err, EIO, "sha256 final failed");
-	if (r == 0) {
-		hex_digest(md, digest);
-		/* the one check that makes a registry or an archive unable to slip other bytes in */
-		if (expect_digest && !streq(digest, expect_digest))
-			r = pd_error_msg(err, EBADMSG, "digest mismatch: expected %s, got %s (%llu bytes); refusing the content",
-					 expect_digest, digest, (unsigned long long)w->size);
-		else if (expect_digest && expect_size != UINT64_MAX && w->size != expect_size)
-			r = pd_error_msg(err, EBADMSG, "size mismatch for %s: expected %llu bytes, got %llu",
-					 expect_digest, (unsigned long long)expect_size, (unsigned long long)w->size);
-	}
+	sha256_digest(&w->md, sizeof(md), md);
+	hex_digest(md, digest);
+	/* the one check that makes a registry or an archive unable to slip other bytes in */
+	if (expect_digest && !streq(digest, expect_digest))
+		r = pd_error_msg(err, EBADMSG, "digest mismatch: expected %s, got %s (%llu bytes); refusing the content",
+				 expect_digest, digest, (unsigned long long)w->size);
+	else if (expect_digest && expect_size != UINT64_MAX && w->size != expect_size)
+		r = pd_error_msg(err, EBADMSG, "size mismatch for %s: expected %llu bytes, got %llu",
+				 expect_digest, (unsigned long long)expect_size, (unsigned long long)w->size);
 	if (r == 0 && fsync(w->fd) < 0)
 		r = pd_error(err, errno, "cannot sync %s/tmp/%s", w->s->dir, w->tmp);
 	if (r == 0 && fchmod(w->fd, 0644) < 0)

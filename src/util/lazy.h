@@ -1,6 +1,6 @@
 /* lazy.h — shared libraries loaded on first use instead of at every exec.
  *
- * paddock links libarchive (which drags in libxml2, ICU and libstdc++) and libcrypto only for
+ * paddock links libarchive (which drags in libxml2, ICU and libstdc++) and a hash library only for
  * the workspace, images and hashing, yet the dynamic loader mapped and relocated them on every
  * start: ~5 ms of the ~8 ms `paddock version` took (docs/architecture.md). The modules still
  * include the libraries' own headers and call their functions; src/util/lazy_<lib>.c
@@ -19,7 +19,7 @@ struct pd_lazy_lib {
 int pd_lazy_load(struct pd_lazy_lib *lib, const char **ret_why);
 /* The same for the library of a generated shim (lazy_LIB.c defines pd_lazy_load_LIB). */
 int pd_lazy_load_archive(const char **ret_why);
-int pd_lazy_load_crypto(const char **ret_why);
+int pd_lazy_load_nettle(const char **ret_why);
 int pd_lazy_load_lz4(const char **ret_why);
 int pd_lazy_load_lzma(const char **ret_why);
 int pd_lazy_load_zstd(const char **ret_why);

@@ -3,37 +3,31 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 
 #include "ws_io.h"
 #include "util/fdio.h"
 #include "ws_path.h"
 
 struct ws_hasher {
-	EVP_MD_CTX *ctx;
+	struct sha256_ctx ctx;
 };
 
 ws_hasher *ws_hasher_new(void)
 {
 	ws_hasher *h = xmalloc(sizeof(*h));
-	h->ctx = EVP_MD_CTX_new();
-	if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1)
-		abort(); /* only fails on OOM or a broken libcrypto: not recoverable */
+	sha256_init(&h->ctx);
 	return h;
 }
 
 void ws_hasher_update(ws_hasher *h, const void *buf, size_t len)
 {
-	if (len > 0 && EVP_DigestUpdate(h->ctx, buf, len) != 1)
-		abort();
+	sha256_update(&h->ctx, len, buf);
 }
 
 void ws_hasher_final(ws_hasher *h, uint8_t ret[WS_SHA256_LEN])
 {
-	unsigned n = 0;
-	if (EVP_DigestFinal_ex(h->ctx, ret, &n) != 1 || n != WS_SHA256_LEN)
-		abort();
-	EVP_MD_CTX_free(h->ctx);
+	sha256_digest(&h->ctx, WS_SHA256_LEN, ret);
 	free(h);
 }
 

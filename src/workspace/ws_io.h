@@ -1,4 +1,4 @@
-/* ws_io.h — workspace I/O helpers: SHA-256 over fds (OpenSSL EVP), hashed copies, temp files
+/* ws_io.h — workspace I/O helpers: SHA-256 over fds (nettle), hashed copies, temp files
  * with paddock's recognisable prefix, and the safe resolver that opens host paths beneath a
  * root without following any symlink (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, with a
  * component-by-component fallback). Internal to src/workspace, exported for its tests. */
@@ -9,7 +9,7 @@
 #define WS_SHA256_LEN 32
 #define WS_IO_CHUNK (128u * 1024u)
 
-typedef struct ws_hasher ws_hasher; /* EVP_MD_CTX */
+typedef struct ws_hasher ws_hasher; /* nettle's sha256_ctx */
 ws_hasher *ws_hasher_new(void);
 void ws_hasher_update(ws_hasher *h, const void *buf, size_t len);
 void ws_hasher_final(ws_hasher *h, uint8_t ret[WS_SHA256_LEN]); /* also frees h */

@@ -1,7 +1,7 @@
 /* vm_template.c — templates of booted vm guests: key, files, the resume frame, and the
  * detached builder (see vm_template.h). */
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -28,18 +28,15 @@
 
 char *vm_template_key(char *const *argv, const char *identity)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
-		  EVP_DigestUpdate(ctx, VM_TEMPLATE_VERSION, sizeof(VM_TEMPLATE_VERSION));
-	for (size_t i = 0; ok && argv[i]; i++)
-		ok = EVP_DigestUpdate(ctx, argv[i], strlen(argv[i]) + 1); /* the NUL separates */
-	ok = ok && EVP_DigestUpdate(ctx, "\n", 1) && EVP_DigestUpdate(ctx, identity, strlen(identity)) &&
-	     EVP_DigestFinal_ex(ctx, md, &mdlen);
-	if (!ok)
-		abort(); /* only fails when out of memory */
-	EVP_MD_CTX_free(ctx);
+	uint8_t md[SHA256_DIGEST_SIZE];
+	struct sha256_ctx c;
+	sha256_init(&c);
+	sha256_update(&c, sizeof(VM_TEMPLATE_VERSION), (const uint8_t *)VM_TEMPLATE_VERSION);
+	for (size_t i = 0; argv[i]; i++)
+		sha256_update(&c, strlen(argv[i]) + 1, (const uint8_t *)argv[i]); /* the NUL separates */
+	sha256_update(&c, 1, (const uint8_t *)"\n");
+	sha256_update(&c, strlen(identity), (const uint8_t *)identity);
+	sha256_digest(&c, sizeof(md), md);
 	char *hex = xmalloc(33);
 	hex_encode(md, 16, hex);
 	return hex;
