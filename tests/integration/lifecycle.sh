@@ -630,6 +630,57 @@ t_ls_json_is_valid() {
 	pd ls | grep -q '^j1 '
 	pd rm -f j1
 }
+# a box whose config.json cannot be loaded (cut short, unreadable to its user, gone) is listed
+# as broken with the reason, never hidden behind a name that 'create' then calls taken; rm
+# removes it, and rm -f when its supervisor still runs
+broken_field() { pd ls --json | python3 -c "import json,sys; print(next(b.get('$2') for b in json.load(sys.stdin) if b['name']=='$1'))"; }
+t_a_box_with_a_broken_config_is_listed_and_removed() {
+	local out
+	pd create --workspace none bc1 >/dev/null
+	pd stop bc1
+	printf '{"name": "bc1", "backe' >"$PADDOCK_HOME/boxes/bc1/config.json"
+	assert_eq "$(status_of bc1)" "broken"
+	assert_eq "$(broken_field bc1 reason)" "config.json is not valid JSON"
+	out=$(pd ls 2>&1)
+	assert_contains "$(echo "$out" | grep '^bc1 ')" " broken "
+	assert_contains "$out" "bc1 is broken: config.json is not valid JSON"
+	assert_contains "$(pd create --workspace none bc1 2>&1 || true)" "already exists"
+	pd rm bc1
+	assert_eq "$(status_of bc1)" "absent"
+	# a running box whose config went bad: rm says why it refuses, rm -f ends and removes it
+	pd create --workspace none bc2 >/dev/null
+	echo '[1, 2' >"$PADDOCK_HOME/boxes/bc2/config.json"
+	assert_eq "$(status_of bc2)" "broken"
+	assert_ne "$(broken_field bc2 supervisor_pid)" "None"
+	out=$(pd rm bc2 2>&1) && fail "rm removed a running box"
+	assert_contains "$out" "sandbox 'bc2' is running; stop it first or use rm -f"
+	pd rm -f bc2
+	assert_eq "$(status_of bc2)" "absent"
+	# a configuration gone for longer than a create takes to write it
+	pd create --workspace none bc3 >/dev/null
+	pd stop bc3
+	rm "$PADDOCK_HOME/boxes/bc3/config.json"
+	touch -d '-1 min' "$PADDOCK_HOME/boxes/bc3"
+	assert_eq "$(status_of bc3)" "broken"
+	assert_eq "$(broken_field bc3 reason)" "config.json is missing"
+	pd rm bc3
+	assert_eq "$(status_of bc3)" "absent"
+	# unreadable to its user (host root reads any file)
+	[ "$(id -u)" != 0 ] || return 0
+	pd create --workspace none bc4 >/dev/null
+	pd stop bc4
+	chmod 000 "$PADDOCK_HOME/boxes/bc4/config.json"
+	assert_eq "$(status_of bc4)" "broken"
+	assert_contains "$(broken_field bc4 reason)" "Permission denied"
+	pd rm bc4
+	assert_eq "$(status_of bc4)" "absent"
+}
+# a healthy box's entry keeps its fields
+t_ls_json_of_a_healthy_box() {
+	pd create --workspace none h1 >/dev/null
+	pd ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert sorted(d[0]) == ["backend", "created", "name", "status", "supervisor_pid", "user"], sorted(d[0])'
+	pd rm -f h1
+}
 t_help_on_every_verb() {
 	local v
 	for v in run create start stop rm ls exec shell logs doctor version system diff apply cp profile; do
