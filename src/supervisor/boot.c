@@ -122,6 +122,18 @@ static int copy_ca(struct box *b, const char *path, pd_err *err)
 	return 0;
 }
 
+char *box_boot_notes(const struct box *b, const char *log_of)
+{
+	unsigned n = b->h.binds_plain;
+	if (!n)
+		return NULL;
+	_cleanup_free_ char *where = log_of ? xasprintf(" in 'paddock logs %s'", log_of) : xstrdup("");
+	return xasprintf("paddock: note: %u writable bind%s not idmapped (its filesystem refuses it, or a "
+			 "world-writable sticky directory): the box's files there belong to its own subordinate uids, "
+			 "not to root (PADDOCK_DEBUG=1 names %s%s)\n", n, n > 1 ? "s are" : " is", n > 1 ? "them" : "it",
+			 where);
+}
+
 /* Stops what box_boot started when a later step of it fails. */
 static void boot_undo(struct box *b, struct sup_net *net)
 {
@@ -151,11 +163,9 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 		fprintf(stderr, "paddock: %s\n", vm_box_accel_reason(&b->h));
 	else if (rt == &runtime_vm)
 		pd_debug("box %s: accelerator %s", spec->name, vm_box_accel_reason(&b->h));
-	if (b->h.binds_plain)
-		fprintf(stderr, "paddock: note: %u writable bind%s not idmapped (its filesystem refuses it, or a "
-			"world-writable sticky directory): the box's files there belong to its own subordinate uids, "
-			"not to root (PADDOCK_DEBUG=1 names %s)\n", b->h.binds_plain, b->h.binds_plain > 1 ? "s are" : " is",
-			b->h.binds_plain > 1 ? "them" : "it");
+	_cleanup_free_ char *notes = box_boot_notes(b, NULL);
+	if (notes)
+		fputs(notes, stderr);
 	/* the network thread comes up while paddock-init starts; a box whose network cannot be
 	 * built does not run (fail closed) */
 	struct sup_net *net = NULL;

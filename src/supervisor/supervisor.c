@@ -660,11 +660,14 @@ int sup_connect(const char *box_dir, pd_err *err)
 	return TAKE_FD(fd);
 }
 
-static void report_ready(int ready_fd, int r, const pd_err *err)
+/* "E<errno> <message>" when the start failed, else "OK", then on its next lines the start's
+ * notes (box_boot_notes) when it has any: supervisor_spawn reads it. */
+static void report_ready(int ready_fd, int r, const pd_err *err, const char *notes)
 {
 	if (ready_fd < 0)
 		return;
-	_cleanup_free_ char *msg = r < 0 ? xasprintf("E%d %s", -r, err->msg) : xstrdup("OK");
+	_cleanup_free_ char *msg = r < 0 ? xasprintf("E%d %s", -r, err->msg)
+					 : notes ? xasprintf("OK\n%s", notes) : xstrdup("OK");
 	fd_write_all(ready_fd, msg, strlen(msg));
 	close(ready_fd);
 }
@@ -719,7 +722,7 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 		r = box_boot(&s.spec, box_dir, &s.box, &net, &err);
 	if (r < 0) {
 		fprintf(stderr, "paddock supervisor: %s\n", err.msg);
-		report_ready(ready_fd, r, &err);
+		report_ready(ready_fd, r, &err, NULL);
 		_exit(125);
 	}
 	struct box_state st = {.status = BOX_STATUS_RUNNING, .supervisor_pid = getpid(),
@@ -728,7 +731,9 @@ static _noreturn_ void supervisor_main(const char *box_dir, int ready_fd)
 	fd_set_nonblock(s.box.h.ctl_fd, true);
 	proto_conn_init(&s.init, s.box.h.ctl_fd);
 	s.windowed = sup_peer_minor >= PROTO_MINOR_WINDOW; /* both announced it */
-	report_ready(ready_fd, 0, NULL);
+	char *notes = box_boot_notes(&s.box, s.spec.name);
+	report_ready(ready_fd, 0, NULL, notes);
+	free(notes);
 	fprintf(stderr, "paddock supervisor: sandbox %s running (box pid %d)\n", s.spec.name, (int)s.box.h.pid);
 	loop(&s);
 	notify_gone(&s, s.stopping ? "the sandbox was stopped" : "the sandbox's init exited");
@@ -797,7 +802,7 @@ int supervisor_spawn(const char *box_dir, pd_err *err)
 	}
 	close(pipefd[1]);
 	waitpid(pid, NULL, 0);
-	char buf[1200];
+	char buf[4096];
 	ssize_t n = 0;
 	size_t len = 0;
 	bool told = false;
@@ -826,8 +831,13 @@ int supervisor_spawn(const char *box_dir, pd_err *err)
 	}
 	close(pipefd[0]);
 	buf[len] = '\0';
-	if (len >= 2 && streq(buf, "OK"))
+	if (startswith(buf, "OK") && (buf[2] == '\0' || buf[2] == '\n')) {
+		/* the start's notes: the supervisor's stderr is the box's log, which nobody reads
+		 * at create; said here once (the supervisor wrote them, box_boot_notes) */
+		if (buf[2])
+			fputs(buf + 3, stderr);
 		return 0;
+	}
 	if (len > 1 && buf[0] == 'E') {
 		char *sp = strchr(buf, ' ');
 		return pd_error_msg(err, atoi(buf + 1), "%s", sp ? sp + 1 : "supervisor failed");

@@ -30,6 +30,11 @@ struct sup_net;
  * *ret_net, else NULL; stop it with sup_net_stop) and completes the protocol handshake with
  * its init. On failure nothing is left running. */
 int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, struct sup_net **ret_net, pd_err *err);
+/* What the start of b has to tell its user (a writable bind it could not idmap), as lines
+ * "paddock: note: …\n", or NULL. box_boot prints them on its stderr; a detached supervisor,
+ * whose stderr is the box's log, also hands them to supervisor_spawn's caller. log_of: the
+ * box's name when the details PADDOCK_DEBUG=1 adds go to its log, else NULL. */
+char *box_boot_notes(const struct box *b, const char *log_of);
 /* SIGKILLs the whole box and returns at once (the kernel tears it down meanwhile); finish
  * with box_shutdown. */
 void box_kill(struct box *b);
@@ -47,7 +52,9 @@ bool box_shutdown_later(struct box *b, int link, const char *dir);
 void sup_merge_exec(const struct box_spec *spec, const struct proto_exec *req, struct proto_buf *out);
 
 /* Forks a detached supervisor for the box at box_dir and waits until it reports ready (the
- * box is up and its control socket listening) or failed (err holds the supervisor's message). */
+ * box is up and its control socket listening) or failed (err holds the supervisor's message).
+ * The notes of a start that succeeded (box_boot_notes) are printed on this process's stderr,
+ * as box_boot prints them for a box run in-process. */
 int supervisor_spawn(const char *box_dir, pd_err *err);
 
 /* Connects to a running box's control socket and completes the handshake. */

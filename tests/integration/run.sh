@@ -229,6 +229,8 @@ t_workspace_rw_writes_belong_to_the_caller() {
 	assert_eq "$(cat "$d/existing")" "$(printf 'old\nnew')"
 	rm -rf "$d"
 }
+# a new shared scratch directory (/tmp-like: world-writable, sticky)
+scratch_dir() { local d; d=$(mktemp -d) && chmod 1777 "$d" && echo "$d"; }
 # host root's bind of a shared scratch directory (/tmp-like: world-writable, sticky) is not
 # idmapped: root-owned files and symlinks planted there would defeat the host's
 # protected_symlinks; the run says so
@@ -236,11 +238,25 @@ t_sticky_scratch_dir_bind_is_not_idmapped() {
 	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
 	[ "$(id -u)" = 0 ] || return 0
 	local d out
-	d=$(mktemp -d)
-	chmod 1777 "$d"
+	d=$(scratch_dir)
 	out=$(pd_run -v "$d:/s" -- sh -c 'echo hi >/s/f' 2>&1)
 	assert_contains "$out" "1 writable bind is not idmapped"
 	[ "$(stat -c %u "$d/f")" != 0 ] || fail "a box wrote a file as host root into a sticky shared directory"
+	rm -rf "$d"
+}
+# a box made with create (its supervisor detached, its stderr the box's log) says it to the
+# caller as run does, once; so does each start (the binds are made anew)
+t_create_says_a_bind_is_not_idmapped() {
+	pd_only ns "host volumes (-v); a vm guest shares no host path (vm.sh: volumes_are_refused)"
+	[ "$(id -u)" = 0 ] || return 0
+	local d out
+	d=$(scratch_dir)
+	out=$(pd create --workspace none -v "$d:/s" nb 2>&1 >/dev/null)
+	assert_eq "$(grep -c "1 writable bind is not idmapped" <<<"$out")" "1" "create said: $out"
+	pd stop nb
+	out=$(pd start nb 2>&1)
+	assert_eq "$(grep -c "1 writable bind is not idmapped" <<<"$out")" "1" "start said: $out"
+	pd rm -f nb
 	rm -rf "$d"
 }
 # root in the box is never host root, through an idmapped bind too
