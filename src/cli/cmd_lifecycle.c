@@ -164,20 +164,26 @@ int cli_start_box(const char *dir, bool *ret_started, pd_err *err)
 	_cleanup_close_ _unused_ int lock = store_lock(dir, "lock", true);
 	struct box_state st;
 	*ret_started = store_status(dir, &st) != BOX_STATUS_RUNNING;
+	const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
 	/* a `run --rm` box lives and dies with its run: one left by a run that was killed is
 	 * only ever removed, never turned into a persistent box */
 	if (st.in_run)
-		return pd_error_msg(err, EINVAL, "sandbox '%s' was made by 'paddock run --rm' and %s; remove it with 'paddock rm'",
-				    strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir,
+		return pd_error_msg(err, EINVAL, "sandbox '%s' was made by 'paddock run --rm' and %s; remove it with 'paddock rm'", name,
 				    st.status == BOX_STATUS_RUNNING ? "runs inside that run" : "its run is gone");
-	if (*ret_started && st.status == BOX_STATUS_DEAD) {
-		/* an ns box that died kept nothing of its writable layer since its last stop */
-		struct box_spec spec = {0};
-		if (store_load_spec(dir, &spec, NULL) == 0 && spec.backend && streq(spec.backend, "ns"))
-			fprintf(stderr, "paddock: note: %s died without a stop: what it wrote since its last stop is gone; "
-					"it starts from what that stop saved\n", strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir);
-		box_spec_free(&spec);
+	struct box_spec spec = {0};
+	/* a box whose configuration cannot be read cannot start: said with what removes it (the
+	 * supervisor would only say what is wrong with the file, not of which box) */
+	if (*ret_started && store_load_spec(dir, &spec, err) < 0) {
+		char why[sizeof(err->msg)];
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return pd_error_msg(err, err->code ?: EIO, "sandbox '%s' is broken: %s; 'paddock rm %s' removes it", name,
+				    why, name);
 	}
+	/* an ns box that died kept nothing of its writable layer since its last stop */
+	if (*ret_started && st.status == BOX_STATUS_DEAD && spec.backend && streq(spec.backend, "ns"))
+		fprintf(stderr, "paddock: note: %s died without a stop: what it wrote since its last stop is gone; "
+				"it starts from what that stop saved\n", name);
+	box_spec_free(&spec);
 	if (*ret_started) { /* the temp file of a save whose stop was killed half-way */
 		_cleanup_free_ char *tmp = xasprintf("%s/%s.tmp", dir, WSBOX_SAVED_TAR);
 		(void)unlink(tmp);

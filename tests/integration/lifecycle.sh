@@ -645,6 +645,8 @@ t_a_box_with_a_broken_config_is_listed_and_removed() {
 	assert_contains "$(echo "$out" | grep '^bc1 ')" " broken "
 	assert_contains "$out" "bc1 is broken: config.json is not valid JSON"
 	assert_contains "$(pd create --workspace none bc1 2>&1 || true)" "already exists"
+	out=$(pd start bc1 2>&1) && fail "a broken box started"
+	assert_contains "$out" "sandbox 'bc1' is broken: config.json is not valid JSON; 'paddock rm bc1' removes it"
 	pd rm bc1
 	assert_eq "$(status_of bc1)" "absent"
 	# a running box whose config went bad: rm says why it refuses, rm -f ends and removes it
