@@ -14,6 +14,9 @@
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
+#ifndef AF_ALG
+#define AF_ALG 38
+#endif
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
 #endif
@@ -84,6 +87,11 @@ static const struct ns_sc_rule rules[] = {
 	ARG2("socket", NS_SC_EPERM, 0, U32, AF_INET, 1, 0xf, SOCK_RAW, "raw IPv4: packet forging"),
 	ARG2("socket", NS_SC_EPERM, 0, U32, AF_INET6, 1, 0xf, SOCK_RAW, "raw IPv6: packet forging"),
 	ARG1("socket", NS_SC_EPERM, 0, U32, AF_VSOCK, "vsock is not confined by the network namespace: it reaches the hypervisor host"),
+	/* the kernel crypto API: EAFNOSUPPORT is what a kernel built without AF_ALG answers, a
+	 * case its users (libkcapi, cryptsetup, OpenSSL's afalg engine) already meet and fall
+	 * back from to user-space crypto; EPERM would be a new error for them. AF_KEY needs no
+	 * rule: pfkey_create() checks CAP_NET_ADMIN, which no box's bounding set holds. */
+	ARG1("socket", NS_SC_EAFNOSUPPORT, 0, U32, AF_ALG, "AF_ALG: user input into kernel crypto code, a record of memory corruption (CVE-2017-17806, CVE-2019-8912)"),
 	/* host-global state, privileged in any case */
 	ALWAYS("acct", NS_SC_EPERM, "process accounting is host-wide"),
 	ALWAYS("swapon", NS_SC_EPERM, "swap is host-wide"),
@@ -170,6 +178,8 @@ static uint32_t action(enum ns_sc_action a)
 	switch (a) {
 	case NS_SC_ENOSYS:
 		return SCMP_ACT_ERRNO(ENOSYS);
+	case NS_SC_EAFNOSUPPORT:
+		return SCMP_ACT_ERRNO(EAFNOSUPPORT);
 	case NS_SC_KILL:
 		return SCMP_ACT_KILL_PROCESS;
 	case NS_SC_EPERM:

@@ -15,6 +15,7 @@
 enum ns_sc_action {
 	NS_SC_EPERM,     /* fail with EPERM */
 	NS_SC_ENOSYS,    /* fail with ENOSYS so the C library falls back (clone3 -> clone) */
+	NS_SC_EAFNOSUPPORT, /* socket(): fail as a kernel built without the family does */
 	NS_SC_KILL,      /* kill the process */
 };
 

@@ -234,6 +234,12 @@ static _noreturn_ void behave(void)
 	DENIED(29, syscall(SYS_mount_setattr, -1, "", 0, NULL, 0), EPERM);
 	CHECK(30, getpid() > 0);
 	DENIED(31, syscall(467 /* open_tree_attr */, -1, "", 0, NULL, 0), EPERM);
+	/* AF_ALG fails as if the kernel had no such family. Type 15 is past SOCK_MAX: a kernel
+	 * (with or without AF_ALG) answers EINVAL before it looks the family up, so EAFNOSUPPORT
+	 * here comes from the filter even on a host built without the crypto API. */
+	DENIED(32, socket(38 /* AF_ALG */, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+	DENIED(33, socket(38 /* AF_ALG */, 15, 0), EAFNOSUPPORT);
+	DENIED(34, syscall(SYS_socket, 38UL | (1UL << 32), 15, 0), EAFNOSUPPORT);
 	_exit(0);
 }
 
