@@ -12,6 +12,8 @@
 # Exceptions (checked the other way round, see docs/escape-tests.md):
 #   x32 / kmod / kexec / sysrq / ioport / vsock  expect 0 when this kernel lacks the
 #                       feature (ENOSYS, no file), 1 otherwise
+#   alg                 expect 1 when python can open an AF_ALG socket here, 0 otherwise;
+#                       alg --filtered always 1 (no filter here)
 #   daemon              returns 0 by design; the check is that the daemon IS alive on the host
 #   fork-bomb, memory-hog, disk-fill  expect 1 without a limit and 0 under a small rlimit
 #   kill-all            runs in its own PID namespace with a canary it must kill
@@ -121,6 +123,11 @@ expect clock-set 1 "$P" clock-set
 expect ioport "$(feature_want CONFIG_X86_IOPL_IOPERM)" "$P" ioport
 expect reboot 1 iso "$P" reboot
 expect vsock "$(feature_want CONFIG_VSOCKETS)" "$P" vsock
+# AF_ALG may be built in or a module (loaded on the first socket()): asked of the kernel
+# itself, by another program than the probe
+if "$PY" -c 'import socket; socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0)' 2>/dev/null; then alg=1; else alg=0; fi
+expect alg "$alg" "$P" alg
+expect alg-filtered 1 "$P" alg --filtered
 expect bpf 1 "$P" bpf
 expect perf 1 "$P" perf
 expect userfaultfd 1 "$P" userfaultfd

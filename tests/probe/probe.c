@@ -62,6 +62,7 @@
 #include <unistd.h>
 #include <linux/reboot.h>
 #include <linux/vm_sockets.h>
+#include <linux/if_alg.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -2558,6 +2559,45 @@ static int c_vsock(int argc, char **argv)
 	return g_verdict;
 }
 
+/* alg [--filtered]: AF_ALG, the kernel crypto API's sockets (algif_hash, _skcipher, _aead):
+ * kernel code fed with user data, with a record of memory-corruption bugs. A socket that opens
+ * is the escape (the family is reachable); the bind to hash/sha256 is tried too and reported.
+ * On a kernel built without AF_ALG every attempt fails whatever the box does, so an invalid
+ * type (15, past SOCK_MAX) tells who refused: Linux answers EINVAL before it looks the family
+ * up, a seccomp rule on the family EAFNOSUPPORT. With --filtered (ns boxes, whose filter has
+ * the rule) a kernel's answer is a missing layer; without, it is only reported. */
+static int c_alg(int argc, char **argv)
+{
+	const struct sockaddr_alg sa = { .salg_family = AF_ALG, .salg_type = "hash", .salg_name = "sha256" };
+	const int *ok = ERRS(EAFNOSUPPORT, EPERM, EACCES, ENOSYS);
+	bool filtered = argc > 0 && strcmp(argv[0], "--filtered") == 0;
+	int fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	long rc;
+
+	if (must_fail(fd, errno_or(fd), ok, "socket(AF_ALG, SOCK_SEQPACKET)") == ESCAPED) {
+		rc = bind(fd, (const struct sockaddr *)&sa, sizeof(sa));
+		if (rc == 0)
+			report(ESCAPED, "bind(AF_ALG, hash/sha256): succeeded");
+		else
+			info("bind(AF_ALG, hash/sha256): %s", errname(errno));
+	}
+	close_if(fd);
+	/* the family in the low 32 bits, junk above: the kernel reads an int */
+	rc = syscall(SYS_socket, (unsigned long)AF_ALG | (1UL << 32), SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	must_fail(rc, errno_or(rc), ok, "socket(AF_ALG | 1<<32, SOCK_SEQPACKET)");
+	close_if((int)rc);
+	rc = socket(AF_ALG, 15, 0);
+	if (filtered)
+		report(rc < 0 && errno == EAFNOSUPPORT ? BLOCKED : ESCAPED,
+		       "socket(AF_ALG, type 15): %s (EAFNOSUPPORT: refused by the filter; EINVAL: the kernel saw the call)",
+		       rc >= 0 ? "succeeded" : errname(errno));
+	else
+		info("socket(AF_ALG, type 15): %s (Linux says EINVAL; EAFNOSUPPORT is a filter's answer)",
+		     rc >= 0 ? "succeeded" : errname(errno));
+	close_if((int)rc);
+	return g_verdict;
+}
+
 /* syslog: the kernel log is the host's (addresses, other containers' messages). */
 static int c_syslog(int argc, char **argv)
 {
@@ -2673,6 +2713,7 @@ static const struct check checks[] = {
 	{ "cwd", c_cwd, "[TOKEN]", "the start directory is the box's, not the CLI's host cwd" },
 	{ "sysv-ipc", c_sysv_ipc, "KEY...", "host System V shm/msg/sem objects not visible" },
 	{ "vsock", c_vsock, "", "AF_VSOCK sockets (not namespaced) refused" },
+	{ "alg", c_alg, "[--filtered]", "AF_ALG (kernel crypto API) socket, bind hash/sha256" },
 	{ "syslog", c_syslog, "", "read the host kernel log" },
 	{ "clock-set", c_clock_set, "", "settimeofday passes the CAP_SYS_TIME check" },
 	{ "ioport", c_ioport, "", "iopl / ioperm" },
