@@ -96,13 +96,13 @@ t_build_install_commands_are_confined() {
 		"/probe unix-socket $ESC_UNIX" "/probe abstract-unix $ESC_ABSTRACT" "/probe raw-socket" \
 		"/probe kmod" "/probe kexec" "/probe open-by-handle" "/probe bpf" "/probe perf" \
 		"/probe keyctl" "/probe io-uring" "/probe userfaultfd" "/probe syslog" "/probe clock-set" \
-		"/probe ioport" "/probe reboot" "/probe vsock" "/probe tiocsti --no-tty-ok" \
+		"/probe ioport" "/probe reboot" "/probe vsock" "/probe alg --filtered" "/probe tiocsti --no-tty-ok" \
 		"/probe daemon $marker"
 	out=$(pd image update evil 2>&1) || rc=$?
 	printf '%s\n[exit %s]\n' "$out" "$rc"
 	assert_eq "$rc" 0 "every install-command probe blocked"
 	assert_not_contains "$out" "ESCAPED"
-	assert_contains "$out" "[42/42] /probe daemon"
+	assert_contains "$out" "[43/43] /probe daemon"
 	sleep 1 # (a daemon that escaped the box's pid namespace would still be running now)
 	esc_host_unchanged
 	assert_eq "$(ls "$PADDOCK_HOME/images/tmp" | grep -v '\.lock$' || true)" "" "no build directory left"
