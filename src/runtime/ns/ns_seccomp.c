@@ -88,9 +88,10 @@ static const struct ns_sc_rule rules[] = {
 	ARG2("socket", NS_SC_EPERM, 0, U32, AF_INET6, 1, 0xf, SOCK_RAW, "raw IPv6: packet forging"),
 	ARG1("socket", NS_SC_EPERM, 0, U32, AF_VSOCK, "vsock is not confined by the network namespace: it reaches the hypervisor host"),
 	/* the kernel crypto API: EAFNOSUPPORT is what a kernel built without AF_ALG answers, a
-	 * case its users (libkcapi, cryptsetup, OpenSSL's afalg engine) already meet and fall
-	 * back from to user-space crypto; EPERM would be a new error for them. AF_KEY needs no
-	 * rule: pfkey_create() checks CAP_NET_ADMIN, which no box's bounding set holds. */
+	 * case its users (libkcapi, cryptsetup, OpenSSL's afalg engine) already meet and handle
+	 * (user-space crypto, or the feature reported unavailable); EPERM would be new to them.
+	 * AF_KEY needs no rule: pfkey_create() checks CAP_NET_ADMIN, which no box's bounding set
+	 * holds (ns_caps_keep, ns_caps_keep_build). */
 	ARG1("socket", NS_SC_EAFNOSUPPORT, 0, U32, AF_ALG, "AF_ALG: user input into kernel crypto code, a record of memory corruption (CVE-2017-17806, CVE-2019-8912)"),
 	/* host-global state, privileged in any case */
 	ALWAYS("acct", NS_SC_EPERM, "process accounting is host-wide"),
