@@ -119,7 +119,16 @@ vm_memory() {
 		{ bench_row "host RSS overhead of QEMU + supervisor" - KiB "" - "box did not start"; return; }
 	qpid=$(pgrep -f -n "paddock-$name " || true)
 	spid=$("$PADDOCK" ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='$name'][0]['supervisor_pid'])")
-	sleep 3 # let the guest settle (and report its free pages once)
+	# let the guest settle: its free page reporting gives back what the restore touched, in
+	# rounds 2 s apart; wait until QEMU's RSS holds still for 2 s (at most 30 s)
+	local last=-1 same=0 now
+	for t in $(seq 60); do
+		now=$(bench_vmrss_kb "$qpid")
+		if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0; fi
+		[ "$same" -ge 4 ] && break
+		last=$now
+		sleep 0.5
+	done
 	used=$("$PADDOCK" exec "$name" -- awk '/MemTotal/{t=$2} /MemAvailable/{a=$2} END{print t-a}' /proc/meminfo)
 	host=$(( $(bench_vmrss_kb "$qpid") + $(bench_vmrss_kb "$spid") ))
 	bench_row "host RSS of QEMU + supervisor" "$host" KiB "" "" "guest RAM in use ${used} KiB"

@@ -169,16 +169,8 @@ static void add_devices(char ***v, const struct qemu_config *c)
 		addf(v, "-netdev", xasprintf("dgram,id=net0,local.type=fd,local.str=%d", c->net_fd));
 		addf(v, "-device", xstrdup("virtio-net-device,netdev=net0"));
 	}
-	/* Free page reporting gives the host back what an idle guest frees. Free page hinting
-	 * (which QEMU runs on an iothread of its own) matters when a template is saved: the guest
-	 * names its free pages, the migration skips them, and so a box restored from the state
-	 * never touches them either (a zero page in the stream is read to be checked, and where
-	 * the host has no shared zero page that read allocates: 364 -> 110 MB resident for a
-	 * 512 MB guest, docs/vm-templates.md). Both sides of a restore need the same devices. */
-	if (c->balloon) {
-		addf(v, "-object", xstrdup("iothread,id=balloon-io"));
-		addf(v, "-device", xstrdup("virtio-balloon-device,free-page-reporting=on,free-page-hint=on,iothread=balloon-io,deflate-on-oom=on"));
-	}
+	if (c->balloon)
+		addf(v, "-device", xstrdup("virtio-balloon-device,free-page-reporting=on,deflate-on-oom=on"));
 	if (c->rng) {
 		addf(v, "-object", xstrdup("rng-random,id=rng0,filename=/dev/urandom"));
 		addf(v, "-device", xstrdup("virtio-rng-device,rng=rng0"));

@@ -71,9 +71,7 @@ static void common_checks(char **v)
 			    "driver=qcow2,node-name=root,discard=unmap,file.driver=file,file.filename=/boxes/demo/disk.qcow2");
 	assert_string_equal(opt(v, "-device", "virtio-blk-device"), "virtio-blk-device,drive=root");
 	assert_string_equal(opt(v, "-device", "virtio-balloon-device"),
-			    "virtio-balloon-device,free-page-reporting=on,free-page-hint=on,iothread=balloon-io,"
-			    "deflate-on-oom=on");
-	assert_string_equal(opt(v, "-object", "iothread"), "iothread,id=balloon-io");
+			    "virtio-balloon-device,free-page-reporting=on,deflate-on-oom=on");
 	assert_string_equal(opt(v, "-device", "virtio-rng-device"), "virtio-rng-device,rng=rng0");
 	assert_string_equal(opt(v, "-chardev", "socket,id=qmp"), "socket,id=qmp,fd=4");
 	assert_string_equal(opt(v, "-mon", ""), "chardev=qmp,mode=control");
