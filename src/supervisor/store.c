@@ -330,23 +330,42 @@ int store_create(const char *home, const struct box_spec *spec, pd_err *err)
 	if (q < 0)
 		return q;
 	_cleanup_free_ char *dir = store_box_dir(home, spec->name);
-	/* mkdir is the atomic name reservation: two concurrent creates cannot both win */
-	if (mkdir(dir, 0700) < 0) {
-		if (errno == EEXIST)
-			return pd_error_msg(err, EEXIST, "a sandbox named '%s' already exists", spec->name);
-		return pd_error(err, errno, "cannot create %s", dir);
-	}
+	if (access(dir, F_OK) == 0) /* the common refusal, before any work (the rename decides) */
+		return pd_error_msg(err, EEXIST, "a sandbox named '%s' already exists", spec->name);
+	/* A box appears whole or not at all: its directory is made under a private name, its
+	 * configuration written, and then it is renamed into place without replacing anything —
+	 * the atomic name reservation (of two concurrent creates one rename wins). A create killed
+	 * half-way leaves a .new- directory that store_sweep_gone removes, never a box without its
+	 * configuration (which ls could only call broken and whose name would stay taken). */
+	_cleanup_free_ char *tmpname = xasprintf(STORE_NEW_PREFIX "%s.%d", spec->name, (int)getpid());
+	_cleanup_free_ char *tmp = store_box_dir(home, tmpname);
+	rm_rf(tmp); /* a leftover of a killed process whose pid this one has */
+	if (mkdir(tmp, 0700) < 0)
+		return pd_error(err, errno, "cannot create %s", tmp);
 	_cleanup_free_ char *json = box_spec_to_json(spec);
-	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	/* a --rm box's directory lives only as long as this process: no fsync on its way */
 	int r = dfd < 0 ? -errno : write_file_replace_at(dfd, "config.json", json, strlen(json), 0600, !spec->rm);
 	if (r == 0 && !spec->rm) {
 		struct box_state st = {.status = BOX_STATUS_CREATED, .last_exit = -1};
-		r = store_save_state(dir, &st, err);
+		r = store_save_state(tmp, &st, err);
 	}
 	if (r < 0) {
-		rm_rf(dir);
+		rm_rf(tmp);
 		return pd_error(err, r, "cannot write the configuration of '%s'", spec->name);
+	}
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) < 0) {
+		int e = errno;
+		rm_rf(tmp);
+		if (e == EEXIST)
+			return pd_error_msg(err, EEXIST, "a sandbox named '%s' already exists", spec->name);
+		return pd_error(err, e, "cannot create %s", dir);
+	}
+	if (!spec->rm) { /* the rename itself must outlive a crash, as the files it named */
+		_cleanup_free_ char *boxes = xasprintf("%s/boxes", home);
+		_cleanup_close_ int bfd = open(boxes, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (bfd >= 0)
+			(void)fsync(bfd);
 	}
 	return 0;
 }
@@ -451,11 +470,17 @@ void store_sweep_gone(const char *home)
 	_cleanup_free_ char *boxes = xasprintf("%s/boxes", home);
 	_cleanup_closedir_ DIR *d = opendir(boxes);
 	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (startswith(de->d_name, STORE_GONE_PREFIX)) {
+	struct stat st;
+	while (d && (de = readdir(d))) {
+		bool gone = startswith(de->d_name, STORE_GONE_PREFIX);
+		bool stale = startswith(de->d_name, STORE_NEW_PREFIX) &&
+			     fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			     st.st_mtime + STORE_NEW_STALE_S < time(NULL);
+		if (gone || stale) {
 			_cleanup_free_ char *p = xasprintf("%s/%s", boxes, de->d_name);
 			rm_rf(p);
 		}
+	}
 }
 
 int store_list(const char *home, char ***ret_names, pd_err *err)

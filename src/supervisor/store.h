@@ -86,6 +86,11 @@ int store_list(const char *home, char ***ret_names, pd_err *err);
 /* State directories of ended --rm boxes are renamed to boxes/.gone-… and removed by a
  * detached process; this removes any such directory left behind (nothing uses them). */
 #define STORE_GONE_PREFIX ".gone-"
+/* a box being created: made under this name, renamed into place once its configuration is
+ * written (store_create); one older than STORE_NEW_STALE_S was left by a create killed
+ * half-way, and store_sweep_gone removes it */
+#define STORE_NEW_PREFIX ".new-"
+#define STORE_NEW_STALE_S 30
 void store_sweep_gone(const char *home);
 /* Removes a box's state directory, and first the image store's record that the box uses an
  * image (images/uses/NAME, image/store.h), so gc may take that image's tree at once. */

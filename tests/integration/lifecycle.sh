@@ -218,6 +218,25 @@ t_run_rm_sigkilled_leaves_nothing_after_rm() {
 		assert_eq "$(cgroups_at "$leaf")" ""
 	done
 }
+# a box is made under a private name and renamed into place with its configuration: a create
+# killed half-way leaves a .new- directory (never a box without config.json), which ls removes
+# once it is 30 s old — and not before, when it may be a create still under way
+t_half_created_box_is_swept_not_listed() {
+	mkdir -p "$PADDOCK_HOME/boxes/.new-hc.99999" "$PADDOCK_HOME/boxes/.new-hc2.99998"
+	touch -d '-2 min' "$PADDOCK_HOME/boxes/.new-hc.99999"
+	local out
+	out=$(pd ls 2>&1)
+	assert_not_contains "$out" "hc"
+	[ ! -e "$PADDOCK_HOME/boxes/.new-hc.99999" ] || fail "a stale .new- directory survived ls"
+	[ -e "$PADDOCK_HOME/boxes/.new-hc2.99998" ] || fail "ls removed a create that may still be under way"
+	rm -rf "$PADDOCK_HOME/boxes/.new-hc2.99998"
+	pd create --workspace none hc >/dev/null
+	assert_eq "$(status_of hc)" "running"
+	[ -z "$(compgen -G "$PADDOCK_HOME/boxes/.new-*")" ] || fail "create left $(compgen -G "$PADDOCK_HOME/boxes/.new-*")"
+	assert_contains "$(pd create --workspace none hc 2>&1 || true)" "already exists"
+	[ -z "$(compgen -G "$PADDOCK_HOME/boxes/.new-*")" ] || fail "a refused create left $(compgen -G "$PADDOCK_HOME/boxes/.new-*")"
+	pd rm -f hc
+}
 # a running `run --rm` box lives in its run: stop, rm -f and exec refuse at once and say why
 # (they waited 10-15 s for a supervisor it does not have, then failed)
 t_run_rm_box_refuses_outside_stop_and_exec() {
