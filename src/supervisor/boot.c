@@ -124,14 +124,20 @@ static int copy_ca(struct box *b, const char *path, pd_err *err)
 
 char *box_boot_notes(const struct box *b, const char *log_of)
 {
+	/* which accelerator, and why, in one line: when a probe boot just decided it (later starts
+	 * reuse the verdict silently; `paddock doctor` and PADDOCK_DEBUG=1 always say it) */
+	_cleanup_free_ char *accel = b->rt == &runtime_vm && vm_box_accel_fresh(&b->h)
+					     ? xasprintf("paddock: %s\n", vm_box_accel_reason(&b->h))
+					     : xstrdup("");
 	unsigned n = b->h.binds_plain;
-	if (!n)
-		return NULL;
 	_cleanup_free_ char *where = log_of ? xasprintf(" in 'paddock logs %s'", log_of) : xstrdup("");
-	return xasprintf("paddock: note: %u writable bind%s not idmapped (its filesystem refuses it, or a "
-			 "world-writable sticky directory): the box's files there belong to its own subordinate uids, "
-			 "not to root (PADDOCK_DEBUG=1 names %s%s)\n", n, n > 1 ? "s are" : " is", n > 1 ? "them" : "it",
-			 where);
+	_cleanup_free_ char *binds =
+		n ? xasprintf("paddock: note: %u writable bind%s not idmapped (its filesystem refuses it, or a "
+			      "world-writable sticky directory): the box's files there belong to its own subordinate "
+			      "uids, not to root (PADDOCK_DEBUG=1 names %s%s)\n",
+			      n, n > 1 ? "s are" : " is", n > 1 ? "them" : "it", where)
+		  : xstrdup("");
+	return *accel || *binds ? xasprintf("%s%s", accel, binds) : NULL;
 }
 
 /* Stops what box_boot started when a later step of it fails. */
@@ -157,11 +163,7 @@ static int start_and_greet(struct box *b, const struct box_spec *spec, const cha
 	b->restored = rt == &runtime_vm && vm_box_restored(&b->h);
 	pd_debug("box %s %s by %s in %lld ms", spec->name, b->restored ? "restored" : "started", rt->name,
 		 (long long)(mono_ms() - t0));
-	/* which accelerator, and why, in one line: when a probe boot just decided it (later starts
-	 * reuse the verdict silently; `paddock doctor` and PADDOCK_DEBUG=1 always say it) */
-	if (rt == &runtime_vm && vm_box_accel_fresh(&b->h))
-		fprintf(stderr, "paddock: %s\n", vm_box_accel_reason(&b->h));
-	else if (rt == &runtime_vm)
+	if (rt == &runtime_vm && !vm_box_accel_fresh(&b->h))
 		pd_debug("box %s: accelerator %s", spec->name, vm_box_accel_reason(&b->h));
 	_cleanup_free_ char *notes = box_boot_notes(b, NULL);
 	if (notes)

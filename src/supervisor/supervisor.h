@@ -30,7 +30,8 @@ struct sup_net;
  * *ret_net, else NULL; stop it with sup_net_stop) and completes the protocol handshake with
  * its init. On failure nothing is left running. */
 int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, struct sup_net **ret_net, pd_err *err);
-/* What the start of b has to tell its user (a writable bind it could not idmap), as lines
+/* What the start of b has to tell its user (the accelerator a probe boot just chose, a
+ * writable bind it could not idmap), as lines
  * "paddock: note: …\n", or NULL. box_boot prints them on its stderr; a detached supervisor,
  * whose stderr is the box's log, also hands them to supervisor_spawn's caller. log_of: the
  * box's name when the details PADDOCK_DEBUG=1 adds go to its log, else NULL. */
