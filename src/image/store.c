@@ -146,11 +146,8 @@ static void hex_digest(const unsigned char *md, char ret[OCI_DIGEST_LEN + 1])
 
 void img_sha256_digest(const void *buf, size_t len, char ret[OCI_DIGEST_LEN + 1])
 {
-	uint8_t md[SHA256_DIGEST_SIZE];
-	struct sha256_ctx c;
-	sha256_init(&c);
-	sha256_update(&c, len, buf);
-	sha256_digest(&c, sizeof(md), md);
+	uint8_t md[WS_SHA256_LEN];
+	ws_sha256(buf, len, md);
 	hex_digest(md, ret);
 }
 
