@@ -103,7 +103,7 @@ run_tests() {
 		local start=$SECONDS
 		# each test starts in an empty directory of its own: `run` copies the current
 		# directory into the box by default
-		( set -e; pd_fresh_home; mkdir "$PADDOCK_HOME/cwd"; cd "$PADDOCK_HOME/cwd"; trap 'pd_cleanup_home' EXIT; "$n" ) >"/tmp/pdlog.$$.$n" 2>&1
+		( set -e; pd_fresh_home; mkdir "$PADDOCK_HOME/cwd"; cd "$PADDOCK_HOME/cwd"; trap 'pd_leave_home $?' EXIT; "$n" ) >"/tmp/pdlog.$$.$n" 2>&1
 		rc=$?
 		if [ $rc -eq 0 ]; then
 			printf 'ok   %s/%s (%ss)\n' "$_pd_suite" "${n#t_}" $((SECONDS - start))
@@ -113,11 +113,24 @@ run_tests() {
 			[ -n "${PD_RESULTS:-}" ] && echo "skip $_pd_suite/${n#t_}" >>"$PD_RESULTS"
 		else
 			printf 'FAIL %s/%s (exit %s)\n' "$_pd_suite" "${n#t_}" $rc
-			sed 's/^/    | /' "/tmp/pdlog.$$.$n" | tail -n 40
+			sed 's/^/    | /' "/tmp/pdlog.$$.$n" | tail -n 60
 			[ -n "${PD_RESULTS:-}" ] && echo "fail $_pd_suite/${n#t_}" >>"$PD_RESULTS"
 		fi
 		rm -f "/tmp/pdlog.$$.$n"
 	done
+}
+
+# a failed test shows what its boxes logged (the last lines of each), then the home goes
+pd_leave_home() {
+	local f
+	if [ "$1" != 0 ] && [ "$1" != 77 ] && [ -d "${PADDOCK_HOME:-}/boxes" ]; then
+		for f in "$PADDOCK_HOME"/boxes/*/supervisor.log "$PADDOCK_HOME"/boxes/*/console.log; do
+			[ -s "$f" ] || continue
+			echo "--- ${f#"$PADDOCK_HOME"/boxes/}:"
+			tail -n 15 "$f" | cut -c1-600 | tr -d '\033'
+		done
+	fi
+	pd_cleanup_home
 }
 
 # removes every box of the test's PADDOCK_HOME, then the home itself
