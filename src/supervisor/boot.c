@@ -254,7 +254,10 @@ int box_boot(const struct box_spec *spec, const char *box_dir, struct box *ret, 
 	/* a vm box restored from a template that did not come up: that template is dropped and
 	 * the box boots instead (its disk, a copy of the template's, goes too) */
 	if (r < 0 && b.restored && r != -ECANCELED && !box_boot_cancel) {
-		pd_debug("box %s: the restore failed (%s); booting it", spec->name, err->msg);
+		/* said always: every later box of this configuration boots until a new template is
+		 * made, which is slower, and a restore that fails is a fault worth a report */
+		fprintf(stderr, "paddock: box %s: the restore from its template failed (%s); the template is dropped and the box boots\n",
+			spec->name, err->msg);
 		(void)unlink(disk);
 		b.cfg.vm_cold = true;
 		r = start_and_greet(&b, spec, box_dir, mono_ms(), &net, err);

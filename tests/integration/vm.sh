@@ -187,6 +187,7 @@ t_a_restored_box_holds_only_what_its_guest_uses() {
 	# the guest-RAM mapping (the one anonymous mapping of exactly 512 MiB), for up to 20 s:
 	# free page reporting waits 2 s after pages are freed, and TCG is slow under load
 	for _ in $(seq 40); do
+		[ -r "/proc/$q/smaps" ] || fail "the box's QEMU exited: $(pd ls; tail -5 "$PADDOCK_HOME/boxes/rss/supervisor.log"; pd logs rss --console | tail -20)"
 		ram=$(awk '/^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Size:/{m=($2==524288)} /^Rss:/{if(m){print $2; exit}}' "/proc/$q/smaps")
 		[ -n "$ram" ] || fail "no 512 MiB mapping in QEMU $q"
 		[ "$ram" -lt $((256 * 1024)) ] && break
@@ -210,7 +211,7 @@ t_a_broken_template_is_dropped_and_the_box_boots() {
 	chmod u+w "$st"
 	head -c 4096 /dev/urandom >"$st"
 	out=$(PADDOCK_DEBUG=1 pd run --rm --backend vm --name broken -- hostname 2>&1)
-	assert_contains "$out" "the restore failed"
+	assert_contains "$out" "the restore from its template failed"
 	assert_contains "$out" "$(printf '\nbroken')"
 	[ ! -e "$st" ] || fail "the broken template is still there"
 	assert_eq "$(ls "$PADDOCK_HOME/boxes" 2>/dev/null)" "" "the box left state behind"

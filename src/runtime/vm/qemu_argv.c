@@ -127,6 +127,9 @@ static void add_base(char ***v, const struct qemu_config *c)
 		add(v, fixed[i]);
 	if (c->name)
 		addf(v, "-name", xasprintf("paddock-%s", c->name));
+	/* a template is saved paused (vm_template.c); without the run state in the saved state
+	 * the QEMU that restores it starts the guest once the load completes */
+	addf(v, "-global", xstrdup("migration.store-global-state=off"));
 	/* QEMU's seccomp filter: no execve/fork (spawn), no setuid (elevateprivileges), no
 	 * obsolete syscalls, no scheduler/affinity changes — a guest that escapes into QEMU
 	 * still cannot run a program. */
@@ -191,7 +194,7 @@ int qemu_argv_build(const struct qemu_config *c, char ***ret_argv, pd_err *err)
 	add_boot(&v, c);
 	add_devices(&v, c);
 	/* the saved state of a template guest, loaded before the guest runs; QEMU starts it
-	 * when the load completes (it was saved running) */
+	 * when the load completes (the state carries no run state: add_base) */
 	if (c->incoming_fd >= 0)
 		addf(&v, "-incoming", xasprintf("fd:%d", c->incoming_fd));
 	*ret_argv = v;

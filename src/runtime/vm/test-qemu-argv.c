@@ -208,6 +208,8 @@ static void test_template(void **state)
 	assert_null(strstr(append, "paddock.host"));
 	assert_string_equal(opt(v, "-name", ""), "paddock-demo"); /* the host's name for QEMU only */
 	assert_false(any_contains(v, "-incoming"));
+	/* saved paused, restored running: the saved state carries no run state */
+	assert_string_equal(opt(v, "-global", ""), "migration.store-global-state=off");
 	size_t n = 0;
 	for (; v[n]; n++)
 		if (!streq(v[n], append))
