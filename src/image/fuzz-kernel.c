@@ -1,6 +1,6 @@
 /* fuzz-kernel.c — libFuzzer target over everything that parses kernel package bytes: the
  * bzImage setup header and payload (decompressed too, the output is capped by the appended
- * size), the ELF PVH note walk and the module .modinfo reader. */
+ * size), the ELF PVH note walk and trim, and the module .modinfo reader. */
 #include "image/kernel.h"
 #include "image/kernel_modules.h"
 
@@ -15,7 +15,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (kernel_decompress(&p, &out, &len) == 0)
 			free(out);
 	}
-	(void)kernel_elf_has_pvh(data, size);
+	int pvh = kernel_elf_has_pvh(data, size);
+	/* a trimmed ELF says the same about its PVH note; a refused one is unchanged */
+	uint8_t *copy = malloc(size ? size : 1);
+	memcpy(copy, data, size);
+	int r = kernel_elf_trim(copy, size);
+	if ((r == 0 && pvh >= 0 && kernel_elf_has_pvh(copy, size) != pvh) || (r < 0 && memcmp(copy, data, size) != 0))
+		abort();
+	free(copy);
 	if (kmod_strip_signature(data, size) > size)
 		abort();
 	char *v;

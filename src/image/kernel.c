@@ -189,6 +189,38 @@ int kernel_elf_has_pvh(const uint8_t *elf, size_t len)
 	return 0;
 }
 
+int kernel_elf_trim(uint8_t *elf, size_t len)
+{
+	const Elf64_Ehdr *eh;
+	int r = elf_check_header(elf, len, &eh);
+	if (r < 0)
+		return r;
+	const size_t headers = (size_t)eh->e_phoff + (size_t)eh->e_phnum * sizeof(Elf64_Phdr);
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		uint8_t *at = elf + eh->e_phoff + i * sizeof(Elf64_Phdr);
+		Elf64_Phdr ph;
+		memcpy(&ph, at, sizeof(ph));
+		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
+			return -EBADMSG;
+		/* the program headers are what changes: a note over them would change with them */
+		if (ph.p_type == PT_NOTE && ph.p_filesz > 0 && ph.p_offset < headers)
+			return -EBADMSG;
+		if (ph.p_type == PT_LOAD && ph.p_memsz < ph.p_filesz)
+			return -EBADMSG;
+	}
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		uint8_t *at = elf + eh->e_phoff + i * sizeof(Elf64_Phdr);
+		Elf64_Phdr ph;
+		memcpy(&ph, at, sizeof(ph));
+		if (ph.p_type != PT_LOAD)
+			continue;
+		while (ph.p_filesz > 0 && elf[ph.p_offset + ph.p_filesz - 1] == 0)
+			ph.p_filesz--;
+		memcpy(at, &ph, sizeof(ph));
+	}
+	return 0;
+}
+
 bool kernel_name_ok(const char *s)
 {
 	size_t n = strlen(s);

@@ -187,6 +187,9 @@ static int convert_boot(const char *x, const char *release, const char *stage, p
 	if (r == 0)
 		r = kernel_decompress(&pl, &elf, &elflen);
 	bool pvh = r == 0 && kernel_elf_has_pvh(elf, elflen) == 1;
+	/* what a booted guest's QEMU keeps mapped and resident: without the stored zeros */
+	if (pvh && kernel_elf_trim(elf, elflen) < 0)
+		pvh = false;
 	pd_debug("kernel %s: payload %s, PVH %s", release, r == 0 ? kernel_comp_name(pl.comp) : strerror(-r),
 		 pvh ? "yes" : "no");
 	const uint8_t *boot = pvh ? elf : (const uint8_t *)bz;

@@ -195,6 +195,58 @@ static void test_pvh_malformed(void **state)
 	free(e);
 }
 
+/* The zeros at the end of a loadable segment are no longer read (p_filesz shrinks, p_memsz
+ * stays: the loader zero-fills); nothing else of the file changes. */
+static void test_trim(void **state)
+{
+	size_t len;
+	uint8_t *e = make_elf(true, &len);
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)e;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(e + sizeof(*eh));
+	/* a data segment at 2048: 100 bytes of data, then 900 zeros stored, 3000 more in memory */
+	eh->e_phnum = 3;
+	memmove(&ph[2], &ph[1], sizeof(ph[1]));
+	ph[1] = (Elf64_Phdr){.p_type = PT_LOAD, .p_offset = 2048, .p_filesz = 1000, .p_memsz = 4000};
+	memset(e + 2048, 0x5a, 100);
+	ph[0].p_memsz = ph[0].p_filesz;
+	eh->e_shoff = 3500;
+	eh->e_shnum = 5;
+	eh->e_shstrndx = 0x404; /* the header (segment 0) ends in a non-zero byte: it keeps its size */
+	uint8_t *before = malloc(len);
+	memcpy(before, e, len);
+	assert_int_equal(kernel_elf_trim(e, len), 0);
+	assert_int_equal(ph[1].p_filesz, 100);
+	assert_int_equal(ph[1].p_memsz, 4000);
+	assert_int_equal(eh->e_shoff, 3500); /* the section headers stay */
+	assert_int_equal(kernel_elf_has_pvh(e, len), 1);
+	size_t phf = sizeof(*eh) + sizeof(Elf64_Phdr) + offsetof(Elf64_Phdr, p_filesz);
+	for (size_t i = 0; i < len; i++) /* only that p_filesz changed */
+		if (i < phf || i >= phf + sizeof(Elf64_Xword))
+			assert_int_equal(e[i], before[i]);
+	/* a segment of zeros only reads nothing */
+	memset(e + 2048, 0, 100);
+	assert_int_equal(kernel_elf_trim(e, len), 0);
+	assert_int_equal(ph[1].p_filesz, 0);
+	/* malformed: memory smaller than the file, a segment past the end, a note over the
+	 * program headers; each leaves the buffer as it was */
+	ph[1].p_filesz = 10;
+	ph[1].p_memsz = 5;
+	memcpy(before, e, len);
+	assert_int_equal(kernel_elf_trim(e, len), -EBADMSG);
+	ph[1].p_memsz = 4000;
+	ph[1].p_offset = len - 4;
+	assert_int_equal(kernel_elf_trim(e, len), -EBADMSG);
+	assert_int_equal(kernel_elf_trim(e, 10), -EBADMSG);
+	ph[1].p_offset = 2048;
+	memset(e + 2048, 0x5a, 10);
+	ph[2].p_offset = 100;
+	memcpy(before, e, len);
+	assert_int_equal(kernel_elf_trim(e, len), -EBADMSG);
+	assert_memory_equal(e, before, len);
+	free(before);
+	free(e);
+}
+
 static void test_apt_depends(void **state)
 {
 	char *pkg = NULL, *rel = NULL;
@@ -235,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_bzimage_rejects),
 		cmocka_unit_test(test_pvh),
 		cmocka_unit_test(test_pvh_malformed),
+		cmocka_unit_test(test_trim),
 		cmocka_unit_test(test_apt_depends),
 		cmocka_unit_test(test_name_ok),
 	};
