@@ -175,8 +175,8 @@ t_a_restored_box_holds_only_what_its_guest_uses() {
 	local dir q ram
 	dir=$(mktemp -d /tmp/pd-tpl.XXXXXX)
 	export PADDOCK_VM_TEMPLATE_DIR=$dir
-	# the same verb both times: for an ordinary user a run --rm box's QEMU command line, hence
-	# its template, differs from a persistent one's
+	# the template comes from a box of the same configuration (run --rm and create share
+	# one; session 15 thought otherwise, but that failure was a corrupt template)
 	pd create --workspace none --memory 512M rss0 >/dev/null
 	pd rm -f rss0 >/dev/null
 	wait_template "$dir" || return 1
