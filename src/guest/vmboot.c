@@ -301,8 +301,8 @@ static int deferred_balloon = -1;
  * resident after a restore that touched it) was never given back, nor were the free blocks
  * of 256 KiB to 1 MiB between used ones (another ~9 MB). Order 6 is the largest the DMA zone
  * passes. Written after the driver registered: Debian's 6.1 sets the order at registration,
- * over any value given before; the first pass runs 2 s later. Only memory stage 1 controls:
- * the box cannot change it (/sys is sealed before the box runs). */
+ * over any value given before; the first pass runs 2 s later. The box cannot change it:
+ * /sys is sealed before any box process runs. */
 #define VMBOOT_REPORTING_ORDER "6"
 #define VMBOOT_REPORTING_ORDER_PARAM "/sys/module/page_reporting/parameters/page_reporting_order"
 
