@@ -165,6 +165,11 @@ t_fresh_boxes_resume_from_a_template_with_their_own_name_clock_and_entropy() {
 	rm -rf "$dir"
 }
 
+# the resident KiB of QEMU $1's guest RAM (its one anonymous mapping of exactly 512 MiB)
+guest_ram_kb() {
+	awk '/^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Size:/{m=($2==524288)} /^Rss:/{if(m){print $2; exit}}' "/proc/$1/smaps"
+}
+
 # A box restored from a template soon holds in host memory what its guest uses, not its whole
 # RAM. The restore itself reads every page (where the host has no shared zero page, that
 # allocates them all); the guest must then report its free memory again, which it does not do
@@ -175,8 +180,7 @@ t_a_restored_box_holds_only_what_its_guest_uses() {
 	local dir q ram
 	dir=$(mktemp -d /tmp/pd-tpl.XXXXXX)
 	export PADDOCK_VM_TEMPLATE_DIR=$dir
-	# the template comes from a box of the same configuration (run --rm and create share
-	# one; session 15 thought otherwise, but that failure was a corrupt template)
+	# the template comes from a box of the same configuration
 	pd create --workspace none --memory 512M rss0 >/dev/null
 	pd rm -f rss0 >/dev/null
 	wait_template "$dir" || return 1
@@ -184,11 +188,11 @@ t_a_restored_box_holds_only_what_its_guest_uses() {
 	pd exec rss -- true
 	q=$(pgrep -f -n "paddock-rss ")
 	grep -q -- "-incoming" "/proc/$q/cmdline" || fail "the box was not restored from the template"
-	# the guest-RAM mapping (the one anonymous mapping of exactly 512 MiB), for up to 20 s:
+	# the guest-RAM mapping, for up to 20 s:
 	# free page reporting waits 2 s after pages are freed, and TCG is slow under load
 	for _ in $(seq 40); do
-		[ -r "/proc/$q/smaps" ] || fail "the box's QEMU exited: $(pd ls; tail -5 "$PADDOCK_HOME/boxes/rss/supervisor.log"; pd logs rss --console | tail -20)"
-		ram=$(awk '/^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Size:/{m=($2==524288)} /^Rss:/{if(m){print $2; exit}}' "/proc/$q/smaps")
+		[ -r "/proc/$q/smaps" ] || fail "the box's QEMU exited: $(pd ls)" # (its logs follow: pd_leave_home)
+		ram=$(guest_ram_kb "$q")
 		[ -n "$ram" ] || fail "no 512 MiB mapping in QEMU $q"
 		[ "$ram" -lt $((256 * 1024)) ] && break
 		sleep 0.5
@@ -202,13 +206,13 @@ t_a_restored_box_holds_only_what_its_guest_uses() {
 	assert_eq "$order" 6 "free page reporting order"
 	for _ in $(seq 40); do
 		sleep 0.5
-		ram=$(awk '/^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Size:/{m=($2==524288)} /^Rss:/{if(m){print $2; exit}}' "/proc/$q/smaps")
+		ram=$(guest_ram_kb "$q")
 		[ "$ram" = "$last" ] && break
 		last=$ram
 	done
 	nonfree=$(pd exec rss -- awk '/^MemFree:/{print 524288 - $2}' /proc/meminfo)
 	sleep 3
-	ram=$(awk '/^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Size:/{m=($2==524288)} /^Rss:/{if(m){print $2; exit}}' "/proc/$q/smaps")
+	ram=$(guest_ram_kb "$q")
 	[ "$ram" -le $((nonfree + 14 * 1024)) ] || fail "the guest holds $nonfree KiB that are not free, its RAM takes $ram KiB of host memory"
 	pd rm -f rss >/dev/null
 	rm -rf "$dir"
