@@ -50,11 +50,13 @@ t_proc_sys_write() {
 
 # The files that hold the box's own limits are checked by owner and mode only: root in the box
 # (uid 0, no capabilities) must find them read-only — on vm ext4's reserved clusters
-# (--disk) and the guest cgroup's pids.max (--pids), which the test demands exist there.
+# (--disk), the guest cgroup's pids.max (--pids) and the balloon's free page reporting order
+# (how much of the guest's free memory the host gets back), which the test demands exist there.
 t_limit_knobs() {
 	esc_begin
 	local need=()
-	[ "$PD_BACKEND" = vm ] && need=(/sys/fs/ext4/vda/reserved_clusters /sys/fs/cgroup/box/pids.max)
+	[ "$PD_BACKEND" = vm ] && need=(/sys/fs/ext4/vda/reserved_clusters /sys/fs/cgroup/box/pids.max
+		/sys/module/page_reporting/parameters/page_reporting_order)
 	esc_blocked_both --pids 64 --disk 256M -- limit-knobs "${need[@]}"
 	esc_host_unchanged
 }
