@@ -174,6 +174,45 @@ vm_memory() {
 	"$PADDOCK" rm -f "$name" >/dev/null 2>&1
 }
 
+# vm_exec_work OPTS...: a box created with OPTS runs an agent's kind of work (160 short tool
+# runs: grep, sed, awk, ls; then three Python starts importing a few modules) BENCH_VM_RUNS
+# times after one warm-up; prints "median-ms qemu-rss-kib code-buffer-kib" (the last two
+# after all rounds)
+VM_WORK='for i in $(seq 40); do grep -r root /etc/passwd /etc/group >/dev/null 2>&1; sed -n 1p /etc/passwd >/dev/null; awk "NR==1" /etc/hostname >/dev/null; ls -l /usr/bin >/dev/null; done; for i in 1 2 3; do python3 -c "import json, email.parser, http.client, subprocess, argparse, re"; done'
+vm_exec_work() {
+	local name=benchwork$$ qpid t s e times="" rss tb
+	(cd "$BENCH_WORK" && "$PADDOCK" create --backend vm --workspace none --memory "${VM_MEM}M" "$@" "$name" >/dev/null) ||
+		{ echo "- - -"; return; }
+	qpid=$(pgrep -f -n "paddock-$name " || true)
+	for t in $(seq 0 "$VM_RUNS"); do
+		s=$(date +%s%N)
+		"$PADDOCK" exec "$name" -- sh -c "$VM_WORK" >/dev/null 2>&1 || { times=""; break; }
+		e=$(date +%s%N)
+		[ "$t" = 0 ] || times="$times $(( (e - s) / 1000 ))"
+	done
+	rss=$(bench_vmrss_kb "$qpid")
+	tb=$(awk '/^[0-9a-f]+-[0-9a-f]+ rwxp /{m=1; next} /^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Rss:/{if(m){print $2; exit}}' "/proc/$qpid/smaps")
+	"$PADDOCK" rm -f "$name" >/dev/null 2>&1
+	[ -n "$times" ] || { echo "- - -"; return; }
+	echo "$(printf '%s\n' $times | awk '{ printf "%.3f\n", $1 / 1000 }' | bench_median) ${rss:--} ${tb:--}"
+}
+
+# vm_exec_heavy: the same work in a box with the guest's ASLR (--guest-aslr: every exec is new
+# code to TCG) and in one without (TCG's default: execs reuse translations)
+vm_exec_heavy() {
+	if [ "$ACCEL" != tcg ] || ! "$PADDOCK" run --help 2>&1 | grep -q -- '--guest-aslr'; then
+		bench_log "exec-heavy rows: only under TCG with a paddock that has --guest-aslr"
+		return
+	fi
+	local on off
+	read -r -a on < <(vm_exec_work --guest-aslr)
+	read -r -a off < <(vm_exec_work)
+	bench_row "agent work in a vm box (160 tool runs + 3 python3), --guest-aslr" "${on[0]}" ms "" "" "median of $VM_RUNS"
+	bench_row "the same, guest without ASLR (default under TCG)" "${off[0]}" ms "${on[0]}" "--guest-aslr"
+	bench_row "QEMU RSS after the rounds: --guest-aslr / default" "${on[1]}/${off[1]}" KiB "" "" "guest ${VM_MEM} MiB"
+	bench_row "of which TCG's code buffer: --guest-aslr / default" "${on[2]}/${off[2]}" KiB "" "" "cap $(( VM_MEM / 4 < 128 ? 128 : VM_MEM / 4 > 512 ? 512 : VM_MEM / 4 )) MiB; QEMU 7.2's own 1 GiB"
+}
+
 # probe paddock first: its first vm run fetches the kernel the anchor should boot too
 PD_VM=0
 bench_paddock_works vm && PD_VM=1
@@ -216,6 +255,7 @@ if [ $PD_VM = 1 ]; then
 	pdrss=$(bench_peak_rss_median_kb 3 "${PD[@]}" true) || pdrss=-
 	bench_row "peak RSS: paddock vm run (GNU time %M, max of qemu/supervisor)" "$pdrss" KiB "$rss" "raw qemu"
 	vm_memory
+	vm_exec_heavy
 else
 	bench_log "PADDOCK=${PADDOCK:-unset}: paddock side not available yet"
 	bench_row "paddock run --rm --backend vm -- true" - ms "" - "$NA"

@@ -24,6 +24,8 @@ static const char box_options_help[] =
 	"                         kernel (default auto: vm where KVM is proven usable, else ns)\n"
 	"      --accel kvm|tcg|auto  a vm box's accelerator (default auto: KVM when a probe boot\n"
 	"                         proves it, else TCG; kvm where it fails is an error)\n"
+	"      --guest-aslr       keep a vm guest's address space randomisation under TCG too\n"
+	"                         (default: off under TCG, where it makes every exec ~3x slower)\n"
 	"      --image IMAGE      the box's root is this image (paddock image ls) instead of the\n"
 	"                         host's read-only view\n"
 	"  -e, --env K[=V]        set K in the box (a bare K forwards the host's value)\n"

@@ -13,6 +13,7 @@
 enum {
 	OPT_RM = 0x100, OPT_BACKEND, OPT_MEMORY, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_USER,
 	OPT_WORKSPACE, OPT_IMAGE, OPT_HELP, OPT_NET, OPT_ALLOW, OPT_DENY, OPT_RESOLVE, OPT_ACCEL,
+	OPT_GUEST_ASLR,
 };
 
 static const struct option box_options[] = {
@@ -20,6 +21,7 @@ static const struct option box_options[] = {
 	{"rm", no_argument, NULL, OPT_RM},
 	{"backend", required_argument, NULL, OPT_BACKEND},
 	{"accel", required_argument, NULL, OPT_ACCEL},
+	{"guest-aslr", no_argument, NULL, OPT_GUEST_ASLR},
 	{"env", required_argument, NULL, 'e'},
 	{"memory", required_argument, NULL, OPT_MEMORY},
 	{"cpus", required_argument, NULL, OPT_CPUS},
@@ -95,6 +97,7 @@ static int one_option(const char *verb, int c, struct box_opts *o)
 		free(s->accel);
 		s->accel = xstrdup(optarg);
 		return 0;
+	case OPT_GUEST_ASLR: s->guest_aslr = true; return 0;
 	case 'e':
 		return cli_env_arg(optarg, &s->env) < 0 ? cli_usage(verb, "-e wants KEY=VALUE or KEY, got '%s'", optarg) : 0;
 	case OPT_USER:
@@ -155,10 +158,13 @@ int cli_parse_box_opts(const char *verb, int argc, char **argv, struct box_opts 
 	}
 	if (!streq(o->spec.backend, "ns") && !streq(o->spec.backend, "vm") && !streq(o->spec.backend, "auto"))
 		return cli_usage(verb, "PADDOCK_BACKEND must be ns, vm or auto, got '%s'", o->spec.backend);
-	/* --accel is the vm backend's: it picks vm for auto and is refused with ns */
+	/* --accel and --guest-aslr are the vm backend's: they pick vm for auto and are refused
+	 * with ns */
 	if (o->spec.accel && streq(o->spec.backend, "ns"))
 		return cli_usage(verb, "--accel %s: only a vm box has an accelerator (--backend vm)", o->spec.accel);
-	if (o->spec.accel && streq(o->spec.backend, "auto")) {
+	if (o->spec.guest_aslr && streq(o->spec.backend, "ns"))
+		return cli_usage(verb, "--guest-aslr: only a vm box has a guest kernel (--backend vm)");
+	if ((o->spec.accel || o->spec.guest_aslr) && streq(o->spec.backend, "auto")) {
 		free(o->spec.backend);
 		o->spec.backend = xstrdup("vm");
 	}

@@ -39,6 +39,8 @@ struct box_config {
 	char *disk_image;
 	/* vm: "kvm" | "tcg" | "auto" (--accel), or NULL: $PADDOCK_VM_ACCEL, else auto */
 	const char *vm_accel;
+	/* vm: keep the guest's ASLR under TCG too (--guest-aslr); under KVM it is always on */
+	bool vm_guest_aslr;
 	/* Tests force a layer to fail (fail-closed checks): a comma-separated list of layer
 	 * names taken from $PADDOCK_TEST_FAIL_LAYER only when PADDOCK_TESTING=1 is set. */
 	const char *test_fail_layer;

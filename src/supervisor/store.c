@@ -141,6 +141,8 @@ char *box_spec_to_json(const struct box_spec *s)
 		cJSON_AddStringToObject(o, "vm_disk", s->vm_disk);
 	if (s->accel)
 		cJSON_AddStringToObject(o, "accel", s->accel);
+	if (s->guest_aslr)
+		cJSON_AddBoolToObject(o, "guest_aslr", true);
 	if (s->ca_file)
 		cJSON_AddStringToObject(o, "ca_file", s->ca_file);
 	cJSON *net = cJSON_AddObjectToObject(o, "net");
@@ -240,6 +242,7 @@ int box_spec_from_json(const char *json, struct box_spec *ret, pd_err *err)
 			s.vm_disk = xstrdup(jstr(o, "vm_disk"));
 		if (jstr(o, "accel"))
 			s.accel = xstrdup(jstr(o, "accel"));
+		s.guest_aslr = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "guest_aslr"));
 		if (jstr(o, "ca_file") && jstr(o, "ca_file")[0] == '/')
 			s.ca_file = xstrdup(jstr(o, "ca_file"));
 		r = spec_net_from_json(cJSON_GetObjectItemCaseSensitive(o, "net"), &s.net);
@@ -541,6 +544,7 @@ void box_config_from_spec(const struct box_spec *s, const char *box_dir, struct 
 		.rootfs_upper = s->rootfs_upper,
 		.disk_image = s->vm_disk,
 		.vm_accel = s->accel,
+		.vm_guest_aslr = s->guest_aslr,
 		/* every box built from a stored spec gets the fail-closed network (preset "none"
 		 * by default); only hand-built specs without a preset (unit tests) go without */
 		.network = s->net.preset != NULL,

@@ -25,6 +25,7 @@ struct box_spec {
 	char *name;
 	char *backend;        /* "ns" */
 	char *accel;          /* vm: "kvm" | "tcg" | "auto", or NULL ($PADDOCK_VM_ACCEL, else auto) */
+	bool guest_aslr;      /* vm: --guest-aslr (keep the guest's ASLR under TCG too) */
 	char *user;           /* default session user: "agent" | "root" */
 	uint64_t memory, disk;
 	uint32_t cpus_milli, pids;

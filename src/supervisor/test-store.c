@@ -18,7 +18,8 @@ static void test_spec_roundtrip(void **state)
 	char *env[] = {"A=1", "B=two words", NULL};
 	struct box_spec s = {.name = "box-1", .backend = "ns", .user = "root", .memory = 1ull << 30,
 			     .disk = 5 << 20, .cpus_milli = 1500, .pids = 99, .binds = binds, .n_binds = 1,
-			     .env = env, .workdir = "/w", .created = 1700000000, .accel = "tcg"};
+			     .env = env, .workdir = "/w", .created = 1700000000, .accel = "tcg",
+			     .guest_aslr = true};
 	char *json = box_spec_to_json(&s);
 	struct box_spec d;
 	assert_int_equal(box_spec_from_json(json, &d, NULL), 0);
@@ -32,13 +33,17 @@ static void test_spec_roundtrip(void **state)
 	assert_string_equal(d.env[1], "B=two words");
 	assert_string_equal(d.workdir, "/w");
 	assert_string_equal(d.accel, "tcg");
+	assert_true(d.guest_aslr);
 	box_spec_free(&d);
 	free(json);
-	/* without --accel: none recorded, none read back */
+	/* without --accel and --guest-aslr: none recorded, none read back */
 	s.accel = NULL;
+	s.guest_aslr = false;
 	json = box_spec_to_json(&s);
+	assert_null(strstr(json, "guest_aslr"));
 	assert_int_equal(box_spec_from_json(json, &d, NULL), 0);
 	assert_null(d.accel);
+	assert_false(d.guest_aslr);
 	box_spec_free(&d);
 	free(json);
 }

@@ -23,6 +23,7 @@ t_usage_errors_exit_2() {
 	assert_status 2 pd run --backend xen -- true
 	assert_status 2 pd run --accel xen -- true
 	assert_status 2 pd run --backend ns --accel tcg -- true
+	assert_status 2 pd run --backend ns --guest-aslr -- true
 	assert_status 2 pd run --user daemon -- true
 	assert_status 2 pd run -v relative:/x -- true
 	assert_status 2 pd nosuchverb

@@ -43,18 +43,23 @@ struct qemu_config {
 	bool balloon;             /* virtio-balloon with free page reporting */
 	bool rng;                 /* virtio-rng fed from the host's /dev/urandom */
 	bool sandbox;             /* -sandbox on,... (QEMU's seccomp filter) */
+	bool guest_aslr;          /* false: norandmaps (the guest's user space at fixed addresses) */
 	/* Templates (vm_template.h): the guest parks at the end of stage 1 (paddock.template=1)
 	 * and takes its hostname from the resume frame, so name reaches -name only. */
 	bool template_boot;
 	int incoming_fd;          /* -incoming fd:N: the guest is restored from this saved state */
 };
 
-/* Fills in the defaults for a box (memory 1024 MiB, 1 cpu, balloon, rng, sandbox, all fds
- * -1, no template). */
+/* Fills in the defaults for a box (memory 1024 MiB, 1 cpu, balloon, rng, sandbox, guest
+ * ASLR, all fds -1, no template). */
 void qemu_config_init(struct qemu_config *c);
 
 /* The guest kernel command line for c (pure). */
 char *qemu_kernel_cmdline(const struct qemu_config *c);
+
+/* TCG's translation buffer for a guest of memory_mib, in MiB (-accel tcg,tb-size=): a quarter
+ * of the guest's RAM, at least 128 and at most 512. */
+uint64_t qemu_tcg_tb_mib(uint64_t memory_mib);
 
 /* The -M value for an accelerator: the fastest set of legacy devices that still boots. */
 const char *qemu_machine(enum vm_accel a);

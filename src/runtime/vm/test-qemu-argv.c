@@ -103,6 +103,7 @@ static void test_kvm(void **state)
 	assert_string_equal(opt(v, "-cpu", ""), "host");
 	assert_string_equal(opt(v, "-M", ""), "microvm,pit=off,pic=off,rtc=off");
 	assert_null(strstr(opt(v, "-append", ""), "tsc")); /* kvm-clock */
+	assert_null(strstr(opt(v, "-append", ""), "norandmaps"));
 	strv_free(v);
 }
 
@@ -115,11 +116,34 @@ static void test_tcg(void **state)
 	assert_int_equal(qemu_argv_build(&c, &v, NULL), 0);
 	common_checks(v);
 	assert_non_null(strstr(opt(v, "-append", ""), " paddock.resv=455123"));
-	assert_string_equal(opt(v, "-accel", ""), "tcg");
+	assert_string_equal(opt(v, "-accel", ""), "tcg,tb-size=128"); /* 512 MiB guest: the floor */
 	assert_string_equal(opt(v, "-cpu", ""), "max");
 	assert_string_equal(opt(v, "-M", ""), "microvm,pic=off");
 	assert_non_null(strstr(opt(v, "-append", ""), " tsc_early_khz=2445321 tsc=reliable"));
+	assert_null(strstr(opt(v, "-append", ""), "norandmaps")); /* vm.c decides; the default keeps ASLR */
 	strv_free(v);
+	/* a guest without ASLR: the key is on the command line, once */
+	c.guest_aslr = false;
+	c.memory_mib = 1024;
+	assert_int_equal(qemu_argv_build(&c, &v, NULL), 0);
+	assert_string_equal(opt(v, "-accel", ""), "tcg,tb-size=256");
+	const char *append = opt(v, "-append", "");
+	const char *at = strstr(append, " norandmaps");
+	assert_non_null(at);
+	assert_true(at[11] == ' ' || at[11] == '\0');
+	assert_null(strstr(at + 11, "norandmaps"));
+	strv_free(v);
+}
+
+/* A quarter of the guest's RAM, between 128 and 512 MiB */
+static void test_tcg_tb_size(void **state)
+{
+	assert_int_equal(qemu_tcg_tb_mib(128), 128);
+	assert_int_equal(qemu_tcg_tb_mib(512), 128);
+	assert_int_equal(qemu_tcg_tb_mib(1024), 256);
+	assert_int_equal(qemu_tcg_tb_mib(1500), 375);
+	assert_int_equal(qemu_tcg_tb_mib(2048), 512);
+	assert_int_equal(qemu_tcg_tb_mib(1024 * 1024), 512);
 }
 
 static void test_optional_devices(void **state)
@@ -255,6 +279,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kvm),
 		cmocka_unit_test(test_tcg),
+		cmocka_unit_test(test_tcg_tb_size),
 		cmocka_unit_test(test_optional_devices),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_rejects),

@@ -369,6 +369,9 @@ static void fill_qemu_config(const struct start_ctx *c, struct qemu_config *q)
 	q->console_fd = 5; /* copied into the capped console.log by vm_console_start */
 	q->net_fd = cfg->network ? 6 : -1;
 	q->verbose = pd_debug_enabled;
+	/* under TCG the guest's user space runs at fixed addresses unless the box asked for
+	 * ASLR (qemu_kernel_cmdline says why that is safe and what it buys) */
+	q->guest_aslr = q->accel == VM_ACCEL_KVM || cfg->vm_guest_aslr;
 }
 
 /* QEMU's argv for the template of this box's configuration, with disk as its disk. */
