@@ -4,10 +4,11 @@
 # with the agent user (uid/gid 1000) that paddock-init runs sessions as, and the few tools agents
 # (and the test suites) expect: curl, git, python3, ps.
 #
-# TODO(issue 6): the image store replaces this script (cache, progress bar, content keys,
-# unprivileged builds). Today it needs root: mmdebstrap's root mode builds a directory with
-# the right owners, and mke2fs 1.47.0 (Debian 12) can only populate an image from a
-# directory (-d from a tarball needs 1.47.1).
+# Without this disk, paddock builds its own vm-base image with the same packages through the
+# image store (src/cli/vmbase.c: unprivileged, cached, with progress). The test suite uses this
+# script (tests/run.sh): it needs root, as mmdebstrap's root mode builds a directory with the
+# right owners and mke2fs 1.47.0 (Debian 12) can only populate an image from a directory (-d
+# from a tarball needs 1.47.1).
 #
 # The image is built once and never written again: every box gets a qcow2 overlay on top.
 # Inode tables and the journal are initialised here (lazy_*_init=0), so no guest ever spends

@@ -103,6 +103,12 @@ int cli_profile_image(const struct profile *p, bool rebuild, char *const *resolv
 /* For each profile, its newest image: "built 3d ago", "not built" (or "?" without a
  * readable store), one reading of the store for all (cmd_image.c). */
 char **cli_profile_image_states(char *const *profiles);
+/* The vm backend's default root (vmbase.c): for a vm box that names no image on a host
+ * without a base disk of its own, the vm-base image (built now if need be) becomes the box's
+ * image as with --image (ret_cmd as there). Nothing for other boxes. */
+int cli_vm_default_root(struct box_opts *o, const char *home, char ***ret_cmd, pd_err *err);
+/* The vm-base profile (PROFILE_VM_BASE), defined in code */
+struct profile *cli_vm_base_profile(void);
 /* `paddock __build-layer capture|remove NSFD DIR`: the helper profile_build.c runs. */
 int cli_build_layer_helper(int argc, char **argv);
 

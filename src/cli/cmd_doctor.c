@@ -91,8 +91,8 @@ static void report_vm(void)
 		const char *sp = strchr(lines[i], ' ');
 		printf("  %-26s %s  %s\n", "", ok ? "ok  " : "MISSING", sp ? sp + 1 : lines[i]);
 	}
-	printf("  %-26s       -> a missing kernel is fetched through apt on first use; a base image\n"
-	       "  %-26s          comes from scripts/vm-build-rootfs.sh (as root)\n", "", "");
+	printf("  %-26s       -> a missing kernel is fetched through apt on first use, the vm-base\n"
+	       "  %-26s          image built with mmdebstrap (paddock image update vm-base renews it)\n", "", "");
 	printf("\ngvisor backend:\n");
 	bool have = in_path("runsc", p, sizeof(p));
 	line("runsc", have, have ? p : "not found", "apt-get install runsc");

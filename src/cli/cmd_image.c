@@ -611,7 +611,8 @@ static int image_update(int argc, char **argv)
 	int rc = 0;
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_strv_ char **warn = NULL;
-		int q = profile_load(names[i], &ps[i], &warn, &err);
+		int q = streq(names[i], PROFILE_VM_BASE) ? (ps[i] = cli_vm_base_profile(), 0)
+							 : profile_load(names[i], &ps[i], &warn, &err);
 		for (char **w = warn; w && *w; w++)
 			fprintf(stderr, "paddock: warning: %s\n", *w);
 		if (q < 0) {

@@ -514,6 +514,8 @@ int cmd_run(int argc, char **argv)
 	r = store_home(&home, &err);
 	if (r == 0 && o.image)
 		r = cli_image_for_box(o.image, &o.spec, cmd ? NULL : &cmd, &err);
+	if (r == 0)
+		r = cli_vm_default_root(&o, home, cmd ? NULL : &cmd, &err);
 	if (!cmd)
 		cmd = default_command();
 	if (r == 0)
@@ -561,6 +563,8 @@ int cmd_create(int argc, char **argv)
 		r = store_home(&home, &err);
 	if (r == 0 && o.image)
 		r = cli_image_for_box(o.image, &o.spec, NULL, &err);
+	if (r == 0)
+		r = cli_vm_default_root(&o, home, NULL, &err);
 	_cleanup_free_ char *dir = r == 0 ? store_box_dir(home, o.spec.name) : NULL;
 	if (r == 0 && box_boot_cancel) {
 		box_spec_free(&o.spec);

@@ -126,6 +126,8 @@ int profile_load_at(const char *user_dir, const char *name, struct profile **ret
 		return pd_error_msg(err, EINVAL,
 				    "invalid profile name '%.80s' (expected [a-z0-9][a-z0-9._-]*)",
 				    name);
+	if (streq(name, PROFILE_VM_BASE))
+		return pd_error_msg(err, EINVAL, "'%s' is paddock's own image for vm boxes, not a profile", name);
 	_cleanup_profile_ struct profile *p = NULL;
 	int r = load_merged(user_dir, name, &p, ret_warnings, err);
 	if (r < 0)
@@ -166,7 +168,7 @@ static int list_user(const char *user_dir, char ***names, pd_err *err)
 		if (n <= 5 || !streq(de->d_name + n - 5, ".json"))
 			continue;
 		_cleanup_free_ char *name = xstrndup(de->d_name, n - 5);
-		if (profile_name_valid(name) && strv_len(*names) < 10000)
+		if (profile_name_valid(name) && !streq(name, PROFILE_VM_BASE) && strv_len(*names) < 10000)
 			*names = strv_append(*names, name);
 	}
 	return 0;

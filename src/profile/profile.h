@@ -30,6 +30,9 @@
 #define PROFILE_DEPTH_MAX 16
 #define PROFILE_NAME_MAX 64
 #define PROFILE_WARNINGS_MAX 100
+/* paddock's own profile for the vm backend's default root (cli/vmbase.c): defined in code, so
+ * no file may take its name (its image would replace paddock's) */
+#define PROFILE_VM_BASE "vm-base"
 
 /* Which keys a definition set (a user override sets only some). */
 enum profile_field {

@@ -292,9 +292,16 @@ static void test_new_profile_and_listing(void **state)
 	put(dir, "half.json", "{\"displayName\": \"Half\", \"launchCommand\": [\"x\"]}");
 	put(dir, "Bad Name.json", "{}");
 	put(dir, "notes.txt", "{}");
+	put(dir, PROFILE_VM_BASE ".json", full); /* paddock's own name: neither listed nor loaded */
 	_cleanup_strv_ char **names = NULL;
 	assert_int_equal(profile_list_at(dir, &names, NULL), 0);
 	assert_int_equal(strv_len(names), 9);
+	assert_false(strv_contains(names, PROFILE_VM_BASE));
+	struct profile *own = NULL;
+	pd_err own_err = { 0 };
+	assert_int_equal(profile_load_at(dir, PROFILE_VM_BASE, &own, NULL, &own_err), -EINVAL);
+	assert_null(own);
+	assert_non_null(strstr(own_err.msg, "paddock's own image for vm boxes"));
 	assert_string_equal(names[2], "foo");
 	assert_string_equal(names[4], "half");
 

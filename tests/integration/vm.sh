@@ -483,6 +483,49 @@ t_ca_bundle_reaches_vm_boxes() {
 	assert_contains "$out" "CA bundle"
 	pd rm -f vmca >/dev/null
 }
+# A host without a base disk of its own (neither scripts/vm-build-rootfs.sh's nor one named by
+# PADDOCK_VM_IMAGE): a vm box that names no image gets paddock's vm-base image, built once
+# through the image store (mmdebstrap, then the script's tools installed in a build box) and
+# reused; doctor says so; no profile can take its name; a PADDOCK_VM_IMAGE that names a
+# missing disk stays an error. As root and as an ordinary user (mmdebstrap's unshare mode).
+t_a_host_without_a_base_disk_builds_the_vm_base_image() {
+	pd_only vm "the vm-base image"
+	local shared=${PADDOCK_VM_CACHE_HOME:-$PADDOCK_HOME}
+	[ -d "$shared/cache/kernel" ] || fail "no guest kernel cached at $shared/cache/kernel"
+	# the same kernel, but no base disk beside it
+	export PADDOCK_VM_CACHE_HOME=$PADDOCK_HOME/vmcache PADDOCK_VM_TEMPLATE=0
+	unset PADDOCK_VM_IMAGE
+	mkdir -p "$PADDOCK_VM_CACHE_HOME/cache"
+	ln -s "$shared/cache/kernel" "$PADDOCK_VM_CACHE_HOME/cache/kernel"
+	# this network reaches Debian's mirror at a documentation address, which paddock dials
+	# only when told (as in profile.sh)
+	local res=() h a out
+	for h in deb.debian.org security.debian.org; do
+		a=$(getent hosts "$h" | awk '{print $1; exit}') || true
+		[ -n "$a" ] && res+=(--resolve "$h=$a")
+	done
+	out=$(pd_run --workspace none "${res[@]}" -- sh -c 'python3 -c "print(6 * 7)"; git --version; id -un' \
+		2>"$PADDOCK_HOME/build.log") || { tail -n 40 "$PADDOCK_HOME/build.log"; fail "the first vm box failed"; }
+	assert_contains "$out" "42"
+	assert_contains "$out" "git version"
+	assert_contains "$out" "agent"
+	grep -q "building the vm-base image" "$PADDOCK_HOME/build.log" || fail "the vm-base image was not built"
+	pd_run --workspace none -- true 2>"$PADDOCK_HOME/second.log" || fail "the second vm box failed"
+	! grep -q "building" "$PADDOCK_HOME/second.log" || fail "the vm-base image was built again"
+	assert_contains "$(pd image ls)" "localhost/paddock/vm-base:"
+	assert_contains "$(pd doctor 2>&1)" "base image: paddock's vm-base image"
+	export XDG_CONFIG_HOME=$PADDOCK_HOME/config
+	mkdir -p "$XDG_CONFIG_HOME/paddock/agents"
+	echo '{"displayName": "X", "baseImage": "debian:bookworm-slim", "installCommands": [],
+	       "launchCommand": ["true"]}' >"$XDG_CONFIG_HOME/paddock/agents/vm-base.json"
+	out=$(pd profile show vm-base 2>&1) && fail "a profile took the vm-base image's name"
+	assert_contains "$out" "paddock's own image for vm boxes"
+	assert_not_contains "$(pd profile ls)" "vm-base"
+	out=$(PADDOCK_VM_IMAGE=$PADDOCK_HOME/none.img pd_run --workspace none -- true 2>&1) &&
+		fail "a box ran without the base disk PADDOCK_VM_IMAGE names"
+	assert_contains "$out" "$PADDOCK_HOME/none.img"
+}
+
 # A profile's mounts on vm: no host path reaches a guest, so they are copied in before the
 # agent starts (a directory's contents, a file under its own name); a file whose name differs
 # from the box path is left out with a note; a read-write directory is offered back through

@@ -287,7 +287,7 @@ static int prepare_disk(struct start_ctx *c, pd_err *err)
 		return 0;
 	const char *base = c->base;
 	if (access(base, R_OK) < 0)
-		return pd_error(err, errno, c->cfg->disk_image ? "the image's vm disk %s" : "vm base image %s (build it with scripts/vm-build-rootfs.sh)",
+		return pd_error(err, errno, c->cfg->disk_image ? "the image's vm disk %s" : "vm base image %s",
 				base);
 	_cleanup_free_ char *tmp = xasprintf("%s/disk.qcow2.tmp", c->cfg->state_dir);
 	int r = vm_overlay_create(base, tmp, c->disk_size, err);
@@ -612,7 +612,12 @@ char **vm_doctor(const char *home)
 		_cleanup_free_ char *l = xasprintf("missing %s", err.msg);
 		v = strv_append(v, l);
 	}
-	_cleanup_free_ char *il = xasprintf("%s base image %s", access(img, R_OK) == 0 ? "ok" : "missing", img);
+	/* without a base disk of the host's own a box gets paddock's vm-base image (cli/vmbase.c),
+	 * built on first use; one named by $PADDOCK_VM_IMAGE must be there */
+	const char *named = getenv("PADDOCK_VM_IMAGE");
+	_cleanup_free_ char *il = access(img, R_OK) == 0 ? xasprintf("ok base image %s", img)
+				  : named && named[0] == '/' ? xasprintf("missing base image %s ($PADDOCK_VM_IMAGE)", img)
+							     : xasprintf("ok base image: paddock's vm-base image (built on first use; none at %s)", img);
 	v = strv_append(v, il);
 	if (have_qemu) {
 		_cleanup_free_ char *al = doctor_accel(home, qemu, &k);

@@ -23,8 +23,9 @@ extern const struct runtime_ops runtime_vm;
  * ($PADDOCK_HOME/boxes/NAME). */
 char *vm_home(const struct box_config *cfg);
 
-/* The base root filesystem image (raw ext4). TODO(issue 6): the image store decides; for now
- * $PADDOCK_HOME/cache/vm-rootfs/rootfs.img, built by scripts/vm-build-rootfs.sh. */
+/* The host's own base root filesystem (raw ext4): $PADDOCK_VM_IMAGE, else
+ * $PADDOCK_HOME/cache/vm-rootfs/rootfs.img (scripts/vm-build-rootfs.sh). Without one, a box
+ * that names no image gets paddock's vm-base image instead (cli/vmbase.c). */
 char *vm_base_image(const char *home);
 /* A box's disk for --disk want (0: the default, 2 GiB) over the raw ext4 base: the overlay's
  * size (the base's plus want plus ext4's share of the growth, in whole MiB: stage 1 grows the
