@@ -58,6 +58,7 @@ t_tcg_guest_aslr_and_code_buffer() {
 		assert_contains "$cmd" "-accel tcg,tb-size=128 "
 		assert_eq "$(pd exec asl -- cat /proc/sys/kernel/randomize_va_space)" 0
 		assert_eq "$(pd exec asl -- sh -c "$libc")" 1 "without ASLR two execs map libc at one address"
+		assert_contains "$(pd doctor 2>&1)" "no ASLR unless --guest-aslr"
 		# the buffer QEMU reserved for translated code is the cap (it was 1 GiB, and full after
 		# a few hundred execs under ASLR)
 		size=$(awk '/^[0-9a-f]+-[0-9a-f]+ rwxp /{m=1; next} /^[0-9a-f]+-[0-9a-f]+ /{m=0}

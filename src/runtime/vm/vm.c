@@ -593,7 +593,9 @@ static char *doctor_accel(const char *home, const char *qemu, const struct kerne
 	vm_accel_decide(vm_accel_mode_from_env(), &f, &c);
 	if (c.need_probe)
 		return xstrdup("info accelerator: /dev/kvm looks usable; a probe boot on the first vm start decides");
-	return xasprintf("%s accelerator %s", c.accel == VM_ACCEL_INVALID ? "missing" : "ok", c.reason);
+	/* what TCG changes in the guest is said where the choice is (qemu_kernel_cmdline) */
+	return xasprintf("%s accelerator %s%s", c.accel == VM_ACCEL_INVALID ? "missing" : "ok", c.reason,
+			 c.accel == VM_ACCEL_TCG ? "; under TCG a guest's user space has no ASLR unless --guest-aslr" : "");
 }
 
 char **vm_doctor(const char *home)
