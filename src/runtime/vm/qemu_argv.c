@@ -19,8 +19,8 @@ void qemu_config_init(struct qemu_config *c)
  * translations are appended until it is full, then all are dropped at once and it is filled
  * again from the start. What fills it is new guest code, and under ASLR every exec in the
  * guest is new code (QEMU 7.2 finds an x86 translation by the guest's virtual address too:
- * the same binary at another address is translated again), ~1.4 MB a process: a few hundred tool calls
- * leave QEMU holding guest RAM + 1 GiB. Capped, memory stays bounded; the cost is one
+ * the same binary at another address is translated again), ~1.4 MB a process: a few
+ * hundred tool calls leave QEMU holding guest RAM + 1 GiB. Capped, memory stays bounded; the cost is one
  * re-translation of the code in use each time the buffer fills, which a quarter of the
  * guest's RAM (at least 128 MiB) makes rare: with the guest's ASLR off the code in use of
  * shell tools, git, Python and Perl measured here was 55-74 MB (docs/vm-backend.md). */
