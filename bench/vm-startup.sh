@@ -14,6 +14,8 @@
 #   ACCEL     tcg (default) | kvm | auto (kvm only if a probe boot succeeds: here /dev/kvm
 #             opens but guests die with "KVM internal error", so auto falls back to tcg)
 #   BENCH_VM_RUNS  timed boots per command (default 10), BENCH_VM_MEM guest MiB (512)
+#   BENCH_VM_BASE=1  also the cold rows of paddock's vm-base image against
+#             scripts/vm-build-rootfs.sh (root; minutes)
 #
 # Under TCG the guest kernel calibrates its TSC against the emulated PIT; on a busy host
 # that calibration fails ("tsc: Unable to calibrate against PIT ... No reference
@@ -181,8 +183,10 @@ vm_memory() {
 VM_WORK='for i in $(seq 40); do grep -r root /etc/passwd /etc/group >/dev/null 2>&1; sed -n 1p /etc/passwd >/dev/null; awk "NR==1" /etc/hostname >/dev/null; ls -l /usr/bin >/dev/null; done; for i in 1 2 3; do python3 -c "import json, email.parser, http.client, subprocess, argparse, re"; done'
 vm_exec_work() {
 	local name=benchwork$$ qpid t s e times="" rss tb
-	(cd "$BENCH_WORK" && "$PADDOCK" create --backend vm --workspace none --memory "${VM_MEM}M" "$@" "$name" >/dev/null) ||
-		{ echo "- - -"; return; }
+	# booted, not restored: a new configuration's template builder would otherwise run beside
+	# the rounds (seen: 5.7 s a round instead of 3.4-4.0)
+	(cd "$BENCH_WORK" && PADDOCK_VM_TEMPLATE=0 "$PADDOCK" create --backend vm --workspace none \
+		--memory "${VM_MEM}M" "$@" "$name" >/dev/null) || { echo "- - -"; return; }
 	qpid=$(pgrep -f -n "paddock-$name " || true)
 	for t in $(seq 0 "$VM_RUNS"); do
 		s=$(date +%s%N)
@@ -211,6 +215,32 @@ vm_exec_heavy() {
 	bench_row "the same, guest without ASLR (default under TCG)" "${off[0]}" ms "${on[0]}" "--guest-aslr"
 	bench_row "QEMU RSS after the rounds: --guest-aslr / default" "${on[1]}/${off[1]}" KiB "" "" "guest ${VM_MEM} MiB"
 	bench_row "of which TCG's code buffer: --guest-aslr / default" "${on[2]}/${off[2]}" KiB "" "" "cap $(( VM_MEM / 4 < 128 ? 128 : VM_MEM / 4 > 512 ? 512 : VM_MEM / 4 )) MiB; QEMU 7.2's own 1 GiB"
+}
+
+# vm_base_cold (BENCH_VM_BASE=1, root): the first vm run on a host without a base disk, which
+# builds paddock's vm-base image (mmdebstrap minbase, the tools installed in a build box, the
+# ext4 disk) and boots it, against scripts/vm-build-rootfs.sh making the same disk as root
+# (what a user had to run before). One run each: minutes, and the mirror's speed in both.
+vm_base_cold() {
+	[ "$(id -u)" = 0 ] || { bench_log "BENCH_VM_BASE=1 needs root (the script's side)"; return; }
+	local work=$BENCH_WORK/vm-base-cold res=() h a script pd second
+	rm -rf "$work" && mkdir -p "$work/cache" "$work/home"
+	# the kernel paddock has cached already, without the base disk beside it
+	ln -s "${PADDOCK_VM_CACHE_HOME:-$PADDOCK_HOME}/cache/kernel" "$work/cache/kernel"
+	# a network that resolves the mirror to an address paddock dials only when told (this one)
+	for h in deb.debian.org security.debian.org; do
+		a=$(getent hosts "$h" | awk '{print $1; exit}') || true
+		[ -n "$a" ] && res+=(--resolve "$h=$a")
+	done
+	script=$(bench_once_ms "$BENCH_DIR/../scripts/vm-build-rootfs.sh" "$work/script.img") || script=-
+	bench_row "scripts/vm-build-rootfs.sh (root, mmdebstrap + mkfs)" "$script" ms "" "" "one run"
+	pd=$(PADDOCK_HOME=$work/home PADDOCK_VM_CACHE_HOME=$work PADDOCK_VM_TEMPLATE=0 \
+		bench_once_ms "$PADDOCK" run --rm --backend vm --workspace none "${res[@]}" -- true) || pd=-
+	bench_row "first vm run without a base disk (builds vm-base, boots)" "$pd" ms "$script" "the script" "one run"
+	second=$(PADDOCK_HOME=$work/home PADDOCK_VM_CACHE_HOME=$work PADDOCK_VM_TEMPLATE=0 \
+		bench_once_ms "$PADDOCK" run --rm --backend vm --workspace none -- true) || second=-
+	bench_row "the second run (the image reused, booted)" "$second" ms "" "" "one run"
+	rm -rf "$work"
 }
 
 # probe paddock first: its first vm run fetches the kernel the anchor should boot too
@@ -256,6 +286,7 @@ if [ $PD_VM = 1 ]; then
 	bench_row "peak RSS: paddock vm run (GNU time %M, max of qemu/supervisor)" "$pdrss" KiB "$rss" "raw qemu"
 	vm_memory
 	vm_exec_heavy
+	[ "${BENCH_VM_BASE:-0}" = 1 ] && vm_base_cold
 else
 	bench_log "PADDOCK=${PADDOCK:-unset}: paddock side not available yet"
 	bench_row "paddock run --rm --backend vm -- true" - ms "" - "$NA"
