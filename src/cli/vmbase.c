@@ -33,13 +33,10 @@ struct profile *cli_vm_base_profile(void)
 
 int cli_vm_default_root(struct box_opts *o, const char *home, char ***ret_cmd, pd_err *err)
 {
-	/* a disk named by $PADDOCK_VM_IMAGE (vm_base_image's rule) is the user's choice: missing,
-	 * it is an error of the box's start, never replaced */
-	const char *named = getenv("PADDOCK_VM_IMAGE");
-	if (!streq(o->spec.backend, "vm") || o->image || (named && named[0] == '/'))
+	if (!streq(o->spec.backend, "vm") || o->image || vm_base_image_named())
 		return 0;
-	const char *cache = getenv("PADDOCK_VM_CACHE_HOME");
-	_cleanup_free_ char *base = vm_base_image(cache && cache[0] == '/' ? cache : home);
+	_cleanup_free_ char *cache = vm_cache_home(home);
+	_cleanup_free_ char *base = vm_base_image(cache);
 	if (access(base, F_OK) == 0)
 		return 0;
 	_cleanup_profile_ struct profile *p = cli_vm_base_profile();

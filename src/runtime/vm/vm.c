@@ -60,20 +60,28 @@ static char *box_home(const struct box_config *cfg)
 	return TAKE_PTR(s);
 }
 
-char *vm_home(const struct box_config *cfg)
+char *vm_cache_home(const char *home)
 {
 	const char *env = getenv("PADDOCK_VM_CACHE_HOME");
-	if (env && env[0] == '/')
-		return xstrdup(env);
-	return box_home(cfg);
+	return xstrdup(env && env[0] == '/' ? env : home);
+}
+
+char *vm_home(const struct box_config *cfg)
+{
+	_cleanup_free_ char *home = box_home(cfg);
+	return vm_cache_home(home);
+}
+
+bool vm_base_image_named(void)
+{
+	const char *env = getenv("PADDOCK_VM_IMAGE");
+	return env && env[0] == '/';
 }
 
 char *vm_base_image(const char *home)
 {
-	const char *env = getenv("PADDOCK_VM_IMAGE");
-	if (env && env[0] == '/')
-		return xstrdup(env);
-	return xasprintf("%s/cache/vm-rootfs/rootfs.img", home);
+	return vm_base_image_named() ? xstrdup(getenv("PADDOCK_VM_IMAGE"))
+				     : xasprintf("%s/cache/vm-rootfs/rootfs.img", home);
 }
 
 enum vm_accel_mode vm_accel_mode_from_env(void)
@@ -616,10 +624,9 @@ char **vm_doctor(const char *home)
 	}
 	/* without a base disk of the host's own a box gets paddock's vm-base image (cli/vmbase.c),
 	 * built on first use; one named by $PADDOCK_VM_IMAGE must be there */
-	const char *named = getenv("PADDOCK_VM_IMAGE");
 	_cleanup_free_ char *il = access(img, R_OK) == 0 ? xasprintf("ok base image %s", img)
-				  : named && named[0] == '/' ? xasprintf("missing base image %s ($PADDOCK_VM_IMAGE)", img)
-							     : xasprintf("ok base image: paddock's vm-base image (built on first use; none at %s)", img);
+				  : vm_base_image_named() ? xasprintf("missing base image %s ($PADDOCK_VM_IMAGE)", img)
+							  : xasprintf("ok base image: paddock's vm-base image (built on first use; none at %s)", img);
 	v = strv_append(v, il);
 	if (have_qemu) {
 		_cleanup_free_ char *al = doctor_accel(home, qemu, &k);

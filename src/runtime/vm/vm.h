@@ -22,11 +22,16 @@ extern const struct runtime_ops runtime_vm;
  * suites, CI), else the environment's PADDOCK_HOME, else the grandparent of cfg->state_dir
  * ($PADDOCK_HOME/boxes/NAME). */
 char *vm_home(const struct box_config *cfg);
+/* The same for a CLI that knows its home: $PADDOCK_VM_CACHE_HOME when set, else home. */
+char *vm_cache_home(const char *home);
 
 /* The host's own base root filesystem (raw ext4): $PADDOCK_VM_IMAGE, else
  * $PADDOCK_HOME/cache/vm-rootfs/rootfs.img (scripts/vm-build-rootfs.sh). Without one, a box
  * that names no image gets paddock's vm-base image instead (cli/vmbase.c). */
 char *vm_base_image(const char *home);
+/* Whether $PADDOCK_VM_IMAGE names the base disk (an absolute path): then it is the user's
+ * choice, an error when missing, never replaced by the vm-base image. */
+bool vm_base_image_named(void);
 /* A box's disk for --disk want (0: the default, 2 GiB) over the raw ext4 base: the overlay's
  * size (the base's plus want plus ext4's share of the growth, in whole MiB: stage 1 grows the
  * filesystem to fill it) and the blocks the box must not use (the base's free blocks: stage 1
