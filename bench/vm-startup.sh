@@ -214,7 +214,7 @@ vm_exec_heavy() {
 	bench_row "agent work in a vm box (160 tool runs + 3 python3), --guest-aslr" "${on[0]}" ms "" "" "median of $VM_RUNS"
 	bench_row "the same, guest without ASLR (default under TCG)" "${off[0]}" ms "${on[0]}" "--guest-aslr"
 	bench_row "QEMU RSS after the rounds: --guest-aslr / default" "${on[1]}/${off[1]}" KiB "" "" "guest ${VM_MEM} MiB"
-	bench_row "of which TCG's code buffer: --guest-aslr / default" "${on[2]}/${off[2]}" KiB "" "" "cap $(( VM_MEM / 4 < 128 ? 128 : VM_MEM / 4 > 512 ? 512 : VM_MEM / 4 )) MiB; QEMU 7.2's own 1 GiB"
+	bench_row "of which TCG's code buffer: --guest-aslr / default" "${on[2]}/${off[2]}" KiB "" "" "capped at a quarter of guest RAM, 128-512 MiB; QEMU 7.2's own 1 GiB"
 }
 
 # vm_base_cold (BENCH_VM_BASE=1, root): the first vm run on a host without a base disk, which

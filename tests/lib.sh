@@ -41,6 +41,18 @@ pd() { "$PADDOCK" "$@"; }
 # whether uid 0 can exist inside a box for this caller (host root, or a subordinate uid range)
 pd_root_available() { [ "$(id -u)" = 0 ] || grep -q "^$(id -un):" /etc/subuid 2>/dev/null; }
 pd_run() { "$PADDOCK" run --rm --backend "$PD_BACKEND" "$@"; }
+# pd_resolve_args NAME...: "--resolve NAME=ADDR" for each name the host resolves, one word a
+# line (read with mapfile). This network routes public names to an intercepting proxy at a
+# documentation address, which paddock refuses to dial unless told: what a user behind such a
+# proxy passes too.
+pd_resolve_args() {
+	local h a
+	for h in "$@"; do
+		a=$(getent hosts "$h" | awk '{print $1; exit}') || true
+		[ -n "$a" ] && printf '%s\n' --resolve "$h=$a"
+	done
+	return 0
+}
 # probe payload inside a box: pd_probe [run options] -- SUBCOMMAND ARGS...
 # (a vm guest shares no host path: there the probe travels with the workspace copy of the
 # current directory)

@@ -266,14 +266,10 @@ t_profile_builtins_install_from_npm() {
 	addr=$(getent hosts registry.npmjs.org | awk '{print $1; exit}') || true
 	[ -n "$addr" ] || { echo "skip: registry.npmjs.org does not resolve on this host"; exit 77; }
 	command -v mmdebstrap >/dev/null || fail "mmdebstrap is missing (scripts/install-deps.sh installs it)"
-	# this network routes public names to an intercepting proxy at a documentation address
-	# (which paddock refuses to dial unless told) and re-signs TLS with a CA the host trusts:
-	# what a user behind such a proxy passes too
-	local res=() h a
-	for h in registry.npmjs.org deb.debian.org security.debian.org; do
-		a=$(getent hosts "$h" | awk '{print $1; exit}') || true
-		[ -n "$a" ] && res+=(--resolve "$h=$a")
-	done
+	# the proxy this network routes public names to (pd_resolve_args) re-signs TLS with a CA
+	# the host trusts
+	local res
+	mapfile -t res < <(pd_resolve_args registry.npmjs.org deb.debian.org security.debian.org)
 	export PADDOCK_CA_FILE=/etc/ssl/certs/ca-certificates.crt
 	# the Debian base from the shared vm cache's mmdebstrap would differ: built here
 	pd image build debian:bookworm >/dev/null 2>&1 || fail "image build debian:bookworm failed"

@@ -498,13 +498,8 @@ t_a_host_without_a_base_disk_builds_the_vm_base_image() {
 	unset PADDOCK_VM_IMAGE
 	mkdir -p "$PADDOCK_VM_CACHE_HOME/cache"
 	ln -s "$shared/cache/kernel" "$PADDOCK_VM_CACHE_HOME/cache/kernel"
-	# this network reaches Debian's mirror at a documentation address, which paddock dials
-	# only when told (as in profile.sh)
-	local res=() h a out
-	for h in deb.debian.org security.debian.org; do
-		a=$(getent hosts "$h" | awk '{print $1; exit}') || true
-		[ -n "$a" ] && res+=(--resolve "$h=$a")
-	done
+	local res out
+	mapfile -t res < <(pd_resolve_args deb.debian.org security.debian.org)
 	out=$(pd_run --workspace none "${res[@]}" -- sh -c 'python3 -c "print(6 * 7)"; git --version; id -un' \
 		2>"$PADDOCK_HOME/build.log") || { tail -n 40 "$PADDOCK_HOME/build.log"; fail "the first vm box failed"; }
 	assert_contains "$out" "42"
