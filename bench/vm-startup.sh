@@ -115,10 +115,15 @@ paddock_kernel() {
 # vm_memory: a persistent box with VM_MEM MiB: host RSS of QEMU + its supervisor against the
 # guest's RAM in use (MemTotal - MemAvailable), then the guest touches 256 MiB, frees it, and
 # the host RSS is sampled for 5 s (virtio-balloon free page reporting gives it back).
+# vm_memory 0: the same box with transparent huge pages off (PADDOCK_VM_THP=0, which is what
+# qemu_spawn chooses on a host with cheap page faults; docs/vm-backend.md), without the
+# balloon rows.
 vm_memory() {
-	local name=benchmem$$ qpid spid used host peak base after t returned
-	(cd "$BENCH_WORK" && "$PADDOCK" create --backend vm --workspace none --memory "${VM_MEM}M" "$name" >/dev/null) ||
-		{ bench_row "host RSS overhead of QEMU + supervisor" - KiB "" - "box did not start"; return; }
+	local name=benchmem$$ qpid spid used host peak base after t returned thp=${1:-} tag=""
+	local -a env=()
+	[ -n "$thp" ] && tag=" [PADDOCK_VM_THP=$thp]" && env=(env "PADDOCK_VM_THP=$thp")
+	(cd "$BENCH_WORK" && "${env[@]}" "$PADDOCK" create --backend vm --workspace none --memory "${VM_MEM}M" "$name" >/dev/null) ||
+		{ bench_row "host RSS overhead of QEMU + supervisor$tag" - KiB "" - "box did not start"; return; }
 	qpid=$(pgrep -f -n "paddock-$name " || true)
 	spid=$("$PADDOCK" ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='$name'][0]['supervisor_pid'])")
 	# let the guest settle: its free page reporting gives back what the restore touched, in
@@ -139,9 +144,9 @@ vm_memory() {
 	inuse=$("$PADDOCK" exec "$name" -- awk -v ram=$((VM_MEM * 1024)) '/MemTotal/{t=$2} /MemAvailable/{a=$2} /MemFree/{f=$2} END{print t-a, ram-f}' /proc/meminfo)
 	used=${inuse% *} nonfree=${inuse#* }
 	host=$(( $(bench_vmrss_kb "$qpid") + $(bench_vmrss_kb "$spid") ))
-	bench_row "host RSS of QEMU + supervisor" "$host" KiB "" "" "guest in use ${used} KiB (MemTotal-MemAvailable), not free ${nonfree} KiB (RAM-MemFree)"
-	bench_row "host RSS overhead (QEMU + supervisor - guest in use)" "$((host - used))" KiB "" "" "target <= 65536 KiB"
-	bench_row "host RSS overhead (QEMU + supervisor - guest RAM not free)" "$((host - nonfree))" KiB "" "" "target <= 65536 KiB"
+	bench_row "host RSS of QEMU + supervisor$tag" "$host" KiB "" "" "guest in use ${used} KiB (MemTotal-MemAvailable), not free ${nonfree} KiB (RAM-MemFree)"
+	bench_row "host RSS overhead (QEMU + supervisor - guest in use)$tag" "$((host - used))" KiB "" "" "target <= 65536 KiB"
+	bench_row "host RSS overhead (QEMU + supervisor - guest RAM not free)$tag" "$((host - nonfree))" KiB "" "" "target <= 65536 KiB"
 	# The same RSS split by mapping: QEMU's guest-RAM mapping (an anonymous one of exactly the
 	# guest's size) holds what the guest wrote, its kernel image and struct pages included,
 	# which MemTotal leaves out; the rest is QEMU's own (code, heap, TCG's code buffer) and the
@@ -149,13 +154,17 @@ vm_memory() {
 	local ram
 	ram=$(awk -v sz=$((VM_MEM * 1024)) '/^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Size:/{m=($2==sz)} /^Rss:/{if(m){print $2; exit}}' "/proc/$qpid/smaps")
 	if [ -n "$ram" ]; then
-		bench_row "of which QEMU's guest-RAM mapping (resident)" "$ram" KiB "" "" ""
-		bench_row "QEMU + supervisor beyond the guest's RAM" "$((host - ram))" KiB "" "" "paddock's and QEMU's own"
+		bench_row "of which QEMU's guest-RAM mapping (resident)$tag" "$ram" KiB "" "" ""
+		bench_row "QEMU + supervisor beyond the guest's RAM$tag" "$((host - ram))" KiB "" "" "paddock's and QEMU's own"
 	fi
 	# TCG's translated code lives in one writable+executable mapping (1 GiB reserved); KVM has none
 	local tb
 	tb=$(awk '/^[0-9a-f]+-[0-9a-f]+ rwxp /{m=1; next} /^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Rss:/{if(m){print $2; exit}}' "/proc/$qpid/smaps")
-	[ -n "$tb" ] && bench_row "of which TCG's translated-code buffer" "$tb" KiB "" "" "none under KVM"
+	[ -n "$tb" ] && bench_row "of which TCG's translated-code buffer$tag" "$tb" KiB "" "" "none under KVM"
+	if [ -n "$thp" ]; then
+		"$PADDOCK" rm -f "$name" >/dev/null 2>&1
+		return
+	fi
 	base=$(bench_vmrss_kb "$qpid")
 	"$PADDOCK" exec "$name" -- python3 -c 'b = bytearray(b"\1") * (256 << 20); import time; time.sleep(3)' &
 	local epid=$! v
@@ -285,6 +294,7 @@ if [ $PD_VM = 1 ]; then
 	pdrss=$(bench_peak_rss_median_kb 3 "${PD[@]}" true) || pdrss=-
 	bench_row "peak RSS: paddock vm run (GNU time %M, max of qemu/supervisor)" "$pdrss" KiB "$rss" "raw qemu"
 	vm_memory
+	vm_memory 0
 	vm_exec_heavy
 	[ "${BENCH_VM_BASE:-0}" = 1 ] && vm_base_cold
 else

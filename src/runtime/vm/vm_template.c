@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 
 #include "guest/vmboot.h"
 #include "image/kernel_spawn.h"
+#include "runtime/vm/migstream.h"
 #include "runtime/vm/qemu_spawn.h"
 #include "runtime/vm/vm_template.h"
 #include "util/fdio.h"
@@ -425,6 +427,74 @@ static int save_state(int qmp_fd, int state_fd)
 	return r;
 }
 
+/* The output of the rewrite below, in writes of 1 MiB. */
+struct state_out {
+	int fd;
+	size_t len;
+	uint8_t buf[1u << 20];
+};
+
+static int state_out_flush(struct state_out *o)
+{
+	int r = o->len ? fd_write_all(o->fd, o->buf, o->len) : 0;
+	o->len = 0;
+	return r;
+}
+
+static int state_out_sink(void *ctx, const uint8_t *p, size_t n)
+{
+	struct state_out *o = ctx;
+	if (o->len + n > sizeof(o->buf)) {
+		int r = state_out_flush(o);
+		if (r < 0)
+			return r;
+		if (n > sizeof(o->buf))
+			return fd_write_all(o->fd, p, n);
+	}
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+	return 0;
+}
+
+/* The saved state without the zero markers of the guest's RAM (migstream.h): a restore then
+ * touches only the pages that hold something (a 512 MiB guest: ~66 MB instead of all of it,
+ * where the host has no shared zero page). A stream the rewrite does not know (-EINVAL) or
+ * one it cannot write stays as QEMU wrote it: it loads, only more slowly. */
+static int strip_state(const char *path)
+{
+	_cleanup_free_ char *tmp = xasprintf("%s.strip", path);
+	_cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (in < 0 || fstat(in, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0)
+		return -EINVAL;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, in, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	(void)madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+	(void)unlink(tmp);
+	struct state_out *o = xmalloc(sizeof(*o));
+	o->len = 0;
+	o->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct mig_strip_stats ms;
+	int r = o->fd < 0 ? -errno : mig_strip_zero(map, (size_t)st.st_size, MIG_GUEST_RAM_BLOCK, state_out_sink, o, &ms);
+	if (r == 0)
+		r = state_out_flush(o);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (o->fd >= 0)
+		close(o->fd);
+	if (r < 0)
+		(void)unlink(tmp);
+	else
+		pd_debug("vm template %s: %llu zero pages of the guest's RAM left out, %llu pages kept", path,
+			 (unsigned long long)ms.zero_dropped, (unsigned long long)ms.kept);
+	free(o);
+	munmap(map, (size_t)st.st_size);
+	return r;
+}
+
 static int finish_file(const char *tmp, const char *path)
 {
 	_cleanup_close_ int fd = open(tmp, O_RDONLY | O_CLOEXEC);
@@ -489,6 +559,11 @@ static int build(const char *state, const char *disk_tmp, const char *base, uint
 	closep(&qmp[0]);
 	closep(&con[0]);
 	closep(&nt[0]);
+	if (r == 0) {
+		int s = strip_state(state_tmp);
+		if (s < 0)
+			pd_debug("vm template %s: the state stays as QEMU saved it: %s", state, strerror(-s));
+	}
 	if (r == 0)
 		r = finish_file(disk_tmp, disk);
 	/* the state last: its presence is what makes the template ready */

@@ -30,7 +30,9 @@
 #include "runtime/vm/qemu_argv.h"
 #include "util/error.h"
 
-#define VM_TEMPLATE_VERSION "paddock-vm-template-1"
+/* 2: the state is saved without the guest RAM's zero markers (migstream.h); a template of 1
+ * would still load, but each of its restores would touch all the guest's RAM */
+#define VM_TEMPLATE_VERSION "paddock-vm-template-2"
 /* Templates kept per directory (the most recently used; one is ~the guest's touched memory,
  * 70 MB for a 512 MiB guest at rest) */
 #define VM_TEMPLATE_KEEP 8
