@@ -164,6 +164,9 @@ static void add_base(char ***v, const struct qemu_config *c)
 				  ? xasprintf("tcg,tb-size=%llu", (unsigned long long)qemu_tcg_tb_mib(c->memory_mib))
 				  : xstrdup(vm_accel_name(c->accel)));
 	addf(v, "-cpu", xstrdup(c->accel == VM_ACCEL_KVM ? "host" : "max"));
+	/* plain -m: the guest's RAM is QEMU's own anonymous memory ("microvm.ram"), zero until
+	 * written, which is what lets a template's state leave its zero pages out (migstream.h);
+	 * a memory backend with a file or preallocation would need them back */
 	addf(v, "-m", xasprintf("%lluM", (unsigned long long)c->memory_mib));
 	addf(v, "-smp", xasprintf("%u", c->cpus));
 }
