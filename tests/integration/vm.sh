@@ -19,6 +19,10 @@ t_guest_runs_its_own_kernel() {
 	doc=$(pd doctor 2>&1 || true)
 	assert_contains "$doc" "guest kernel $k"
 	assert_not_contains "$doc" "MISSING  no guest kernel"
+	# and whether QEMU keeps huge pages, with the page fault cost that decided it
+	assert_contains "$doc" "huge pages: "
+	assert_contains "$doc" "for QEMU (a page fault costs "
+	assert_contains "$(PADDOCK_VM_THP=0 pd doctor 2>&1 || true)" "huge pages: off for QEMU (PADDOCK_VM_THP=0)"
 }
 
 # virtio device ids: 1 net, 2 block, 3 console, 4 rng, 5 balloon; 9 would be 9p, 19 vsock,

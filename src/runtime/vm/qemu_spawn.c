@@ -67,6 +67,21 @@ bool qemu_want_thp(void)
 	return fault_ns() >= QEMU_THP_FAULT_NS;
 }
 
+char *qemu_thp_doctor(void)
+{
+	const char *env = getenv("PADDOCK_VM_THP");
+	if (env && (streq(env, "0") || streq(env, "1")))
+		return xasprintf("info huge pages: %s for QEMU (PADDOCK_VM_THP=%s)", streq(env, "1") ? "on" : "off", env);
+	uint64_t ns = fault_ns();
+	if (ns >= QEMU_THP_FAULT_NS)
+		return xasprintf("info huge pages: kept for QEMU (a page fault costs %llu ns here): faster restores, but each "
+				 "2 MiB a guest writes into stays resident whole; PADDOCK_VM_THP=0 trades back",
+				 (unsigned long long)ns);
+	return xasprintf("info huge pages: off for QEMU (a page fault costs %llu ns here): an idle box holds only the "
+			 "pages its guest wrote",
+			 (unsigned long long)ns);
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static _noreturn_ void child(char *const argv[], const struct qemu_fd *fds, size_t n, int out_fd, pid_t parent,
 			     bool thp)

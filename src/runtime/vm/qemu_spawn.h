@@ -24,6 +24,8 @@ int qemu_find_binary(const char *name, char **ret, pd_err *err);
  * and restore faster. PADDOCK_VM_THP=0|1 overrides. */
 #define QEMU_THP_FAULT_NS 2000
 bool qemu_want_thp(void);
+/* doctor's line on that choice and why (measured here, or PADDOCK_VM_THP) */
+char *qemu_thp_doctor(void);
 int qemu_spawn(char *const argv[], const struct qemu_fd *fds, size_t n_fds, int out_fd, pid_t *ret_pid,
 	       int *ret_pidfd, pd_err *err);
 

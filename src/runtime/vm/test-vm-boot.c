@@ -286,9 +286,9 @@ static void test_guest_wipes_disk_base_unchanged(void **state)
 
 static void test_doctor(void **state)
 {
-	/* qemu, guest kernel, base image, accelerator, templates */
+	/* qemu, guest kernel, base image, accelerator, templates, huge pages */
 	char **lines = vm_doctor(home);
-	assert_int_equal(strv_len(lines), 5);
+	assert_int_equal(strv_len(lines), 6);
 	for (size_t i = 0; lines[i]; i++) {
 		fprintf(stderr, "doctor: %s\n", lines[i]);
 		assert_true(startswith(lines[i], "ok ") || startswith(lines[i], "info "));

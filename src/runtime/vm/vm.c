@@ -632,8 +632,9 @@ char **vm_doctor(const char *home)
 		_cleanup_free_ char *al = doctor_accel(home, qemu, &k);
 		v = strv_append(v, al);
 	}
-	_cleanup_free_ char *tl = vm_template_doctor(home);
+	_cleanup_free_ char *tl = vm_template_doctor(home), *hl = qemu_thp_doctor();
 	v = strv_append(v, tl);
+	v = strv_append(v, hl);
 	kernel_cache_done(&k);
 	return v;
 }
