@@ -59,19 +59,24 @@ static uint64_t fault_ns(void)
 	return ns;
 }
 
-bool qemu_want_thp(void)
+/* PADDOCK_VM_THP=0|1: 0 or 1; anything else (or unset): -1, the measure decides */
+static int thp_override(void)
 {
 	const char *env = getenv("PADDOCK_VM_THP");
-	if (env && (streq(env, "0") || streq(env, "1")))
-		return streq(env, "1");
-	return fault_ns() >= QEMU_THP_FAULT_NS;
+	return env && (streq(env, "0") || streq(env, "1")) ? env[0] - '0' : -1;
+}
+
+bool qemu_want_thp(void)
+{
+	int o = thp_override();
+	return o >= 0 ? o == 1 : fault_ns() >= QEMU_THP_FAULT_NS;
 }
 
 char *qemu_thp_doctor(void)
 {
-	const char *env = getenv("PADDOCK_VM_THP");
-	if (env && (streq(env, "0") || streq(env, "1")))
-		return xasprintf("info huge pages: %s for QEMU (PADDOCK_VM_THP=%s)", streq(env, "1") ? "on" : "off", env);
+	int o = thp_override();
+	if (o >= 0)
+		return xasprintf("info huge pages: %s for QEMU (PADDOCK_VM_THP=%d)", o ? "on" : "off", o);
 	uint64_t ns = fault_ns();
 	if (ns >= QEMU_THP_FAULT_NS)
 		return xasprintf("info huge pages: kept for QEMU (a page fault costs %llu ns here): faster restores, but each "

@@ -474,7 +474,7 @@ static int strip_state(const char *path)
 		return -errno;
 	(void)madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
 	(void)unlink(tmp);
-	struct state_out *o = xmalloc(sizeof(*o));
+	_cleanup_free_ struct state_out *o = xmalloc(sizeof(*o));
 	o->len = 0;
 	o->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	struct mig_strip_stats ms;
@@ -490,7 +490,6 @@ static int strip_state(const char *path)
 	else
 		pd_debug("vm template %s: %llu zero pages of the guest's RAM left out, %llu pages kept", path,
 			 (unsigned long long)ms.zero_dropped, (unsigned long long)ms.kept);
-	free(o);
 	munmap(map, (size_t)st.st_size);
 	return r;
 }
