@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "runtime/vm/vm.h"
 #include "supervisor/net.h"
 #include "supervisor/supervisor.h"
 #include "util/fdio.h"
@@ -560,6 +561,8 @@ static int loop(struct sup *s)
 			box_kill(&s->box);
 			s->stop_killed = true;
 		}
+		if (s->box.rt == &runtime_vm)
+			vm_box_tick(&s->box.h, mono_ms());
 		struct pollfd p[SUP_MAX_CLIENTS + 3];
 		int map[SUP_MAX_CLIENTS + 3], n = 0;
 		bool throttle = !s->windowed && max_client_backlog(s) > SUP_HIGH_WATER;

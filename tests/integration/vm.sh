@@ -21,7 +21,7 @@ t_guest_runs_its_own_kernel() {
 	assert_not_contains "$doc" "MISSING  no guest kernel"
 	# and whether QEMU keeps huge pages, with the page fault cost that decided it
 	assert_contains "$doc" "huge pages: "
-	assert_contains "$doc" "for QEMU (a page fault costs "
+	assert_contains "$doc" "a page fault costs "
 	assert_contains "$(PADDOCK_VM_THP=0 pd doctor 2>&1 || true)" "huge pages: off for QEMU (PADDOCK_VM_THP=0)"
 }
 
@@ -281,6 +281,21 @@ t_a_restored_box_holds_only_what_its_guest_uses() {
 	sleep 3
 	ram=$(guest_ram_kb "$q")
 	[ "$ram" -le $((nonfree + 14 * 1024)) ] || fail "the guest holds $nonfree KiB that are not free, its RAM takes $ram KiB of host memory"
+	# where QEMU keeps huge pages (doctor says why), the supervisor splits them once the box
+	# has settled (3, 8 and 13 s after QEMU's start) and their zero-filled pages go: the guest
+	# RAM then holds fewer pages than the guest does not hold free (its kernel's bss and
+	# virtio-console's receive buffers are allocated but zero); before, ~75 MB stayed huge
+	if [ "$(awk '/^THP_enabled:/{print $2}' "/proc/$q/status")" = 1 ]; then
+		local ahp
+		for _ in $(seq 40); do
+			ahp=$(awk '/^[0-9a-f]+-[0-9a-f]+ /{m=0} /^Size:/{m=($2==524288)} /^AnonHugePages:/{if(m){print $2; exit}}' "/proc/$q/smaps")
+			[ "$ahp" -le 8192 ] && break
+			sleep 0.5
+		done
+		[ "$ahp" -le 8192 ] || fail "QEMU keeps huge pages and $ahp KiB of the guest's RAM are still huge"
+		ram=$(guest_ram_kb "$q")
+		[ "$ram" -le "$nonfree" ] || fail "the guest holds $nonfree KiB that are not free, its split RAM takes $ram KiB"
+	fi
 	pd rm -f rss >/dev/null
 	rm -rf "$dir"
 }

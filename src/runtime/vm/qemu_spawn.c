@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "runtime/vm/qemu_spawn.h"
+#include "runtime/vm/thp_trim.h"
 #include "util/log.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -69,7 +70,7 @@ static int thp_override(void)
 bool qemu_want_thp(void)
 {
 	int o = thp_override();
-	return o >= 0 ? o == 1 : fault_ns() >= QEMU_THP_FAULT_NS;
+	return o >= 0 ? o == 1 : fault_ns() >= QEMU_THP_FAULT_NS && thp_trim_possible();
 }
 
 char *qemu_thp_doctor(void)
@@ -78,12 +79,18 @@ char *qemu_thp_doctor(void)
 	if (o >= 0)
 		return xasprintf("info huge pages: %s for QEMU (PADDOCK_VM_THP=%d)", o ? "on" : "off", o);
 	uint64_t ns = fault_ns();
-	if (ns >= QEMU_THP_FAULT_NS)
-		return xasprintf("info huge pages: kept for QEMU (a page fault costs %llu ns here): faster restores, but each "
-				 "2 MiB a guest writes into stays resident whole; PADDOCK_VM_THP=0 trades back",
+	if (ns < QEMU_THP_FAULT_NS)
+		return xasprintf("info huge pages: off for QEMU (a page fault costs %llu ns here): an idle box holds only the "
+				 "pages its guest wrote",
 				 (unsigned long long)ns);
-	return xasprintf("info huge pages: off for QEMU (a page fault costs %llu ns here): an idle box holds only the "
-			 "pages its guest wrote",
+	const char *why_not = thp_trim_why_not();
+	if (why_not)
+		return xasprintf("info huge pages: off for QEMU although a page fault costs %llu ns here: restores are "
+				 "slower, but huge pages would keep the zeros of every 2 MiB a guest writes resident, and "
+				 "here they cannot be split back (%s); PADDOCK_VM_THP=1 trades",
+				 (unsigned long long)ns, why_not);
+	return xasprintf("info huge pages: kept for QEMU (a page fault costs %llu ns here): faster restores; their "
+			 "zero-filled pages are given back a few seconds into each box (split with process_madvise)",
 			 (unsigned long long)ns);
 }
 

@@ -19,9 +19,11 @@ int qemu_find_binary(const char *name, char **ret, pd_err *err);
  * The death signal fires when the calling *thread* exits: call it from a thread that lives as
  * long as the box (the supervisor's main thread). */
 /* Whether QEMU keeps transparent huge pages for guest RAM: only where a first touch of a page
- * costs QEMU_THP_FAULT_NS or more (a hypervisor that handles every guest page fault itself):
- * there 512 faults per 2 MiB cost seconds per restore. Elsewhere 4 KiB pages hold less memory
- * and restore faster. PADDOCK_VM_THP=0|1 overrides. */
+ * costs QEMU_THP_FAULT_NS or more (a hypervisor that handles every guest page fault itself:
+ * there 512 faults per 2 MiB make restores slow) and where the zero-filled pages of the huge
+ * pages can be given back once the box is up (thp_trim.h; else an idle box would hold ~20 MB
+ * of zeros). Elsewhere 4 KiB pages hold less memory and restore faster. PADDOCK_VM_THP=0|1
+ * overrides. */
 #define QEMU_THP_FAULT_NS 2000
 bool qemu_want_thp(void);
 /* doctor's line on that choice and why (measured here, or PADDOCK_VM_THP) */

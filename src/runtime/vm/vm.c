@@ -12,6 +12,7 @@
 #include "image/kernel_spawn.h"
 #include "runtime/vm/ext4sb.h"
 #include "runtime/vm/qemu_spawn.h"
+#include "runtime/vm/thp_trim.h"
 #include "runtime/vm/vm.h"
 #include "runtime/vm/vm_console.h"
 #include "runtime/vm/vm_probe.h"
@@ -42,6 +43,10 @@ struct vm_box {
 	char **build_argv, *build_base;
 	uint64_t build_size;
 	bool build_net;
+	/* QEMU's huge pages split now and then (thp_trim.h): when next, how often so far */
+	uint64_t ram_bytes;
+	int64_t trim_at_ms; /* 0: never */
+	unsigned trims;
 };
 
 /* $PADDOCK_HOME of the box: the environment's, else the grandparent of cfg->state_dir
@@ -457,6 +462,32 @@ void vm_box_booted(struct box_handle *h)
 	strv_free(TAKE_PTR(b->build_argv));
 }
 
+/* The first trim of QEMU's huge pages comes once a restored guest has resumed, loaded its
+ * balloon driver and reported its free memory (2 s after it is freed); two more follow while a
+ * new box settles, then one a minute for what the guest's own work made huge since (a walk of
+ * the page tables: ~7 ms for 512 MiB, in the supervisor's loop). */
+#define VM_TRIM_FIRST_MS 3000
+#define VM_TRIM_SETTLE_MS 5000
+#define VM_TRIM_EVERY_MS 60000
+
+void vm_box_tick(struct box_handle *h, int64_t now_ms)
+{
+	struct vm_box *b = h->priv;
+	if (!b || !b->trim_at_ms || now_ms < b->trim_at_ms)
+		return;
+	int64_t t0 = mono_ms(), r = thp_trim(h->pidfd, h->pid, b->ram_bytes);
+	if (r < 0) {
+		/* QEMU gone (the loop sees its pidfd next) or a kernel that refuses: no more tries */
+		pd_debug("qemu: huge pages not split: %s", strerror((int)-r));
+		b->trim_at_ms = 0;
+		return;
+	}
+	b->trims++;
+	pd_debug("qemu: huge pages split over %lld MiB of guest RAM in %lld ms", (long long)(r >> 20),
+		 (long long)(mono_ms() - t0));
+	b->trim_at_ms = now_ms + (b->trims < 3 ? VM_TRIM_SETTLE_MS : VM_TRIM_EVERY_MS);
+}
+
 static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 {
 	struct qemu_config q;
@@ -505,6 +536,9 @@ static int spawn(struct start_ctx *c, struct box_handle *ret, pd_err *err)
 		return r;
 	}
 	b->restored = c->restore;
+	b->ram_bytes = (uint64_t)q.memory_mib << 20;
+	if (qemu_want_thp() && thp_trim_possible())
+		b->trim_at_ms = mono_ms() + VM_TRIM_FIRST_MS;
 	if (c->restore)
 		b->tpl = c->tpl, c->tpl = (struct vm_template){0};
 	b->console_running = true;

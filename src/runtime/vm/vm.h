@@ -58,6 +58,9 @@ bool vm_box_restored(const struct box_handle *h);
 /* The box's guest greeted: start the template builder its start planned, if any (a box
  * whose configuration never comes up starts none). */
 void vm_box_booted(struct box_handle *h);
+/* Called from the supervisor's loop (at least once a second): the box's periodic work, the
+ * split of QEMU's huge pages where they are kept (thp_trim.h). */
+void vm_box_tick(struct box_handle *h, int64_t now_ms);
 /* Its restore failed: the template is removed so that no later box tries it. */
 void vm_box_reject_template(const struct box_handle *h);
 /* Whether that verdict came from a probe boot of this start (say it once, then only in
