@@ -127,8 +127,11 @@ vm_memory() {
 	qpid=$(pgrep -f -n "paddock-$name " || true)
 	spid=$("$PADDOCK" ls --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['name']=='$name'][0]['supervisor_pid'])")
 	# let the guest settle: its free page reporting gives back what the restore touched, in
-	# rounds 2 s apart; wait until QEMU's RSS holds still for 2 s (at most 30 s)
+	# rounds 2 s apart, and where QEMU keeps huge pages the supervisor splits them 3, 8 and
+	# 13 s after QEMU's start (thp_trim.h); wait 14 s, then until QEMU's RSS holds still for
+	# 2 s (at most 30 s more)
 	local last=-1 same=0 now
+	sleep 14
 	for t in $(seq 60); do
 		now=$(bench_vmrss_kb "$qpid")
 		if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0; fi
