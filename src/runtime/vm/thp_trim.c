@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/vm/thp_trim.h"
@@ -142,12 +144,38 @@ static bool have_sys_nice(void)
 	return syscall(SYS_capget, &h, d) == 0 && (d[CAP_SYS_NICE / 32].effective & (1u << (CAP_SYS_NICE % 32)));
 }
 
+/* Whether process_madvise may advise another process of ours: the kernel asks for
+ * CAP_SYS_NICE in the initial user namespace, which capget cannot tell apart from the same
+ * capability in a container's own namespace; so it is asked of a child that only waits. */
+static bool may_advise_another(void)
+{
+	static char page[4096] __attribute__((aligned(4096)));
+	if (!have_sys_nice())
+		return false;
+	pid_t pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct iovec iov = {.iov_base = page, .iov_len = sizeof(page)};
+	bool ok = pidfd >= 0 && syscall(SYS_process_madvise, pidfd, &iov, 1, MADV_COLD, 0) >= 0;
+	(void)kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (pidfd >= 0)
+		close(pidfd);
+	return ok;
+}
+
 const char *thp_trim_why_not(void)
 {
 	static int state; /* 0 unknown, 1 possible, 2 no capability, 3 kernel keeps the zero pages */
 	if (!state)
-		state = !have_sys_nice() ? 2 : !split_gives_back_zero_pages() ? 3 : 1;
-	return state == 2   ? "advising QEMU's memory needs CAP_SYS_NICE"
+		state = !may_advise_another() ? 2 : !split_gives_back_zero_pages() ? 3 : 1;
+	return state == 2   ? "advising QEMU's memory needs CAP_SYS_NICE of the host"
 	       : state == 3 ? "this kernel keeps a split huge page's zero-filled pages"
 			    : NULL;
 }

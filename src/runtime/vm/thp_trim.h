@@ -31,9 +31,10 @@ int thp_maps_find(const char *text, size_t len, uint64_t size, uint64_t *ret_sta
  * deactivated). start and size are 2 MiB aligned (QEMU's guest RAM is). */
 size_t thp_trim_ranges(uint64_t start, uint64_t size, size_t *next, struct iovec *iov, size_t max);
 
-/* Whether this process can trim QEMU's huge pages: it has CAP_SYS_NICE (what process_madvise
- * asks of a caller advising another process), and this kernel gives back the zero-filled pages
- * of a huge page it splits (proven once, on a huge page of our own). Cached. */
+/* Whether this process can trim QEMU's huge pages: process_madvise lets it advise another
+ * process (CAP_SYS_NICE of the host; proven on a child of ours), and this kernel gives back
+ * the zero-filled pages of a huge page it splits (proven on a huge page of our own). Asked
+ * once per process. */
 bool thp_trim_possible(void);
 /* Why not, in a few words (for doctor); NULL when possible. */
 const char *thp_trim_why_not(void);
