@@ -27,6 +27,7 @@ static const char qemu_maps[] =
 	"7f3a4be00000-7f3a6be00000 rw-p 00000000 00:00 0 \n"
 	"7f3a6be00000-7f3a6c000000 rw-p 00000000 00:00 0\n"
 	"7f3a6c000000-7f3a8c000000 rw-p 00000000 fe:00 12                         /memfd:guest (deleted)\n"
+	"7f3aab000000-7f3aab001000 r--p 00000000 00:2a 9223372036854775809        /usr/lib/x86_64-linux-gnu/libz.so.1\n"
 	"7f3a8c000000-7f3aac000000 rw-s 00000000 00:01 4242                       /dev/zero (deleted)\n"
 	"7f3aac000000-7f3acc000000 rw-p 00000000 00:00 0                          [anon:elsewhere]\n"
 	"7ffd6e1a0000-7ffd6e1c1000 rw-p 00000000 00:00 0                          [stack]\n"
@@ -66,6 +67,7 @@ static void test_a_line_that_does_not_parse_is_refused(void **state)
 		"7f0020000000-7f0000000000 rw-p 00000000 00:00 0\n",
 		"17f00000000000000-17f00000020000000 rw-p 00000000 00:00 0\n",
 		"7f0000000000-7f0020000000 rw-p\n",
+		"7f0000000000-7f0020000000 rw-p 00000000 00:00 18446744073709551616\n",
 		"-\n",
 		"\n",
 		"7f0000000000-7f0020000000 rw-p 00000000 00:00 0\nnonsense\n",

@@ -17,18 +17,22 @@
 #define MADV_COLD 20
 #endif
 
-/* Reads a hexadecimal (base 16) or decimal number of at most 16 digits at *p, up to end. */
+/* Reads a hexadecimal (base 16) or decimal number at *p, up to end: 1 to 16 hex digits (an
+ * address), or a decimal that fits 64 bits (an inode number: overlayfs's xino uses the high
+ * bits, 19 digits). */
 static int num(const char **p, const char *end, int base, uint64_t *ret)
 {
 	uint64_t v = 0;
 	int n = 0;
-	for (; *p < end && n < 17; (*p)++, n++) {
+	for (; *p < end; (*p)++, n++) {
 		int d = base == 16 ? hex_digit(**p) : (**p >= '0' && **p <= '9' ? **p - '0' : -1);
 		if (d < 0)
 			break;
+		if (base == 16 ? n == 16 : v > (UINT64_MAX - (uint64_t)d) / 10)
+			return -EINVAL;
 		v = v * (uint64_t)base + (uint64_t)d;
 	}
-	if (n == 0 || n > 16)
+	if (n == 0)
 		return -EINVAL;
 	*ret = v;
 	return 0;
