@@ -87,7 +87,7 @@ char *qemu_thp_doctor(void)
 	if (why_not)
 		return xasprintf("info huge pages: off for QEMU although a page fault costs %llu ns here: restores are "
 				 "slower, but huge pages would keep the zeros of every 2 MiB a guest writes resident, and "
-				 "here they cannot be split back (%s); PADDOCK_VM_THP=1 trades",
+				 "here they cannot be split back (%s); PADDOCK_VM_THP=1 trades that memory for the faster restores",
 				 (unsigned long long)ns, why_not);
 	return xasprintf("info huge pages: kept for QEMU (a page fault costs %llu ns here): faster restores; their "
 			 "zero-filled pages are given back a few seconds into each box (split with process_madvise)",
