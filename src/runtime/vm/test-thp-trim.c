@@ -107,6 +107,8 @@ static void test_each_huge_page_gets_a_range_that_covers_all_but_its_first_page(
 	assert_int_equal(thp_trim_ranges(start, MIB(8), &next, iov, 3), 0);
 	next = 0;
 	assert_int_equal(thp_trim_ranges(start, 0, &next, iov, 3), 0);
+	/* an odd size: only its whole huge pages */
+	assert_int_equal(thp_trim_ranges(start, MIB(5), &next, iov, 3), 2);
 }
 
 /* "KEY: N kB" from /proc/PID/FILE, or -1 */

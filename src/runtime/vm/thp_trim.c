@@ -191,7 +191,7 @@ bool thp_trim_possible(void)
 
 int64_t thp_trim(int pidfd, pid_t pid, uint64_t size)
 {
-	if (pidfd < 0 || size % THP_TRIM_HUGE)
+	if (pidfd < 0)
 		return -EINVAL;
 	/* QEMU is our child: until we reap it its pid names no other process, so its maps are
 	 * QEMU's; the advice itself goes through the pidfd. */

@@ -28,7 +28,8 @@ int thp_maps_find(const char *text, size_t len, uint64_t size, uint64_t *ret_sta
 /* Pure: for each 2 MiB region of [start, start + size) from region *next on, that region less
  * its first page, into iov (at most max); returns how many and advances *next. A range that
  * covers part of a huge page is what makes MADV_COLD split it (the whole of one would only be
- * deactivated). start and size are 2 MiB aligned (QEMU's guest RAM is). */
+ * deactivated). start is 2 MiB aligned (QEMU aligns guest RAM); a last part of less than 2 MiB
+ * (an odd --memory) holds no huge page and gets no range. */
 size_t thp_trim_ranges(uint64_t start, uint64_t size, size_t *next, struct iovec *iov, size_t max);
 
 /* Whether this process can trim QEMU's huge pages: process_madvise lets it advise another
